@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+type statusOut struct {
+	Phase  string `json:"phase"`
+	Agents map[string]struct {
+		State            string `json:"state"`
+		LatestStep       int    `json:"latest_step"`
+		LatestAnswerStep int    `json:"latest_answer_step"`
+		AnswerCount      int    `json:"answer_count"`
+		VoteTarget       string `json:"vote_target"`
+		VoteStale        bool   `json:"vote_stale"`
+	} `json:"agents"`
+	Consensus bool           `json:"consensus"`
+	Winner    string         `json:"winner"`
+	Relaunch  []string       `json:"relaunch"`
+	Votes     map[string]int `json:"votes"`
+	Usage     map[string]any `json:"usage"`
+}
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func status(t *testing.T, dir string) statusOut {
+	t.Helper()
+	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
+	require.Equal(t, 0, code, errs)
+	var s statusOut
+	require.NoError(t, json.Unmarshal([]byte(out), &s), out)
+	require.NotNil(t, s.Relaunch, "relaunch is always a list")
+	require.NotNil(t, s.Votes, "votes is always an object")
+	require.Contains(t, s.Usage, "cost_usd")
+	return s
+}
+
+// writeStep writes files the way MassGen's step mode (or any external tool)
+// does, so the test also proves compatibility with files Conclave did not write.
+func writeStep(t *testing.T, dir, agent, step, name, body string) {
+	t.Helper()
+	p := filepath.Join(dir, "agents", agent, step, name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+}
+
+func TestSessionStatusSeedLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	ids := []string{"agent_a", "agent_b", "agent_c"}
+
+	// Round 1: all three answer.
+	for _, id := range ids {
+		writeStep(t, dir, id, "001", "answer.json", `{"agent_id":"`+id+`","answer":"r1","timestamp":"2026-03-20T22:32:03Z"}`)
+	}
+	s := status(t, dir)
+	require.Equal(t, "coordinating", s.Phase)
+	require.False(t, s.Consensus)
+	require.Equal(t, ids, s.Relaunch)
+	for _, id := range ids {
+		require.Equal(t, "answered", s.Agents[id].State)
+		require.Equal(t, 1, s.Agents[id].LatestAnswerStep)
+	}
+
+	// Round 2: a and b vote for b, c answers again → both votes stale.
+	seen := `{"agent_a":1,"agent_b":1,"agent_c":1}`
+	writeStep(t, dir, "agent_a", "002", "vote.json", `{"voter":"agent_a","target":"agent_b","reason":"thorough","seen_steps":`+seen+`}`)
+	writeStep(t, dir, "agent_b", "002", "vote.json", `{"voter":"agent_b","target":"agent_b","reason":"mine","seen_steps":`+seen+`}`)
+	writeStep(t, dir, "agent_c", "002", "answer.json", `{"agent_id":"agent_c","answer":"r2","timestamp":"2026-03-20T22:40:00Z"}`)
+	s = status(t, dir)
+	require.False(t, s.Consensus)
+	require.Equal(t, "voted", s.Agents["agent_a"].State)
+	require.True(t, s.Agents["agent_a"].VoteStale)
+	require.True(t, s.Agents["agent_b"].VoteStale)
+	require.Equal(t, "agent_b", s.Agents["agent_b"].VoteTarget)
+	require.Equal(t, 2, s.Agents["agent_c"].LatestAnswerStep)
+	require.Equal(t, ids, s.Relaunch)
+
+	// Round 3: everyone votes for c having seen c's step 2.
+	seen = `{"agent_a":1,"agent_b":1,"agent_c":2}`
+	for _, id := range ids {
+		writeStep(t, dir, id, "003", "vote.json", `{"voter":"`+id+`","target":"agent_c","reason":"best","seen_steps":`+seen+`}`)
+	}
+	s = status(t, dir)
+	require.True(t, s.Consensus)
+	require.Equal(t, "agent_c", s.Winner)
+	require.Equal(t, "done", s.Phase)
+	require.Empty(t, s.Relaunch)
+	require.Equal(t, map[string]int{"agent_c": 3}, s.Votes)
+	for _, id := range ids {
+		require.Equal(t, 3, s.Agents[id].LatestStep)
+		require.False(t, s.Agents[id].VoteStale)
+	}
+}
+
+func TestSessionStatusErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	code, out, errs := runCLI(t, "session", "status", "--session-dir", missing)
+	require.Equal(t, 1, code)
+	require.Empty(t, out)
+	require.Contains(t, errs, "does not exist")
+	require.Contains(t, errs, missing)
+	_, err := os.Stat(missing)
+	require.True(t, os.IsNotExist(err), "status must not create the directory")
+
+	code, _, errs = runCLI(t, "session", "status")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "session-dir")
+
+	file := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	code, _, errs = runCLI(t, "session", "status", "--session-dir", file)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "not a directory")
+}
+
+func TestSessionStatusReportsCorruptFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeStep(t, dir, "agent_a", "001", "answer.json", `{"agent_id":"agent_a","answer":"x"}`)
+	writeStep(t, dir, "agent_b", "001", "vote.json", `{broken`)
+	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
+	require.Equal(t, 0, code)
+	require.Contains(t, errs, filepath.ToSlash("agents/agent_b/001/vote.json"))
+	var s statusOut
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.True(t, s.Agents["agent_b"].VoteStale)
+	require.True(t, strings.Contains(strings.Join(s.Relaunch, ","), "agent_b"))
+}
+
+func TestSessionStatusAgentsFlag(t *testing.T) {
+	dir := t.TempDir()
+	s := status(t, dir)
+	require.Empty(t, s.Relaunch, "an empty session knows no agents")
+
+	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir, "--agents", "agent_b,agent_a")
+	require.Equal(t, 0, code, errs)
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.Equal(t, []string{"agent_a", "agent_b"}, s.Relaunch)
+	require.Equal(t, "no_action", s.Agents["agent_a"].State)
+
+	code, _, errs = runCLI(t, "session", "status", "--session-dir", dir, "--agents", "../evil")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "agent id")
+}

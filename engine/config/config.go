@@ -1,0 +1,272 @@
+// Package config reads, defaults and validates Conclave's YAML configuration:
+// the agents, the orchestrator settings of MassGen's coordination (seed 001)
+// plus Conclave's own, and optional token prices.
+//
+// A parsed Config travels inside Temporal workflow inputs as JSON, so every
+// type carries identical yaml and json tags, round-trips through encoding/json
+// unchanged, and never holds a secret: backends name the environment variable
+// that holds their API key (api_key_env) instead of carrying the key.
+//
+// The package is pure (no I/O besides Load) so workflows may import it.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Config is a whole Conclave configuration.
+type Config struct {
+	// Agents run in parallel on one task, in configuration order; that order
+	// breaks ties in consensus and timeouts. The YAML form `agent:` (exactly
+	// one agent, for step mode) is folded into this list by Parse.
+	Agents       []Agent      `yaml:"agents" json:"agents"`
+	Orchestrator Orchestrator `yaml:"orchestrator" json:"orchestrator"`
+	// Prices are USD per million tokens, keyed by model name, used only to
+	// report cost. A nil map and an empty one are kept apart so JSON
+	// round-trips exactly; both mean "no prices".
+	Prices map[string]ModelPrice `yaml:"prices" json:"prices"`
+}
+
+// Agent is one participant of the coordination.
+type Agent struct {
+	// ID names the agent in storage keys and status; models never see it
+	// (they see anonymous agent1..agentN).
+	ID      string  `yaml:"id" json:"id"`
+	Backend Backend `yaml:"backend" json:"backend"`
+	// SystemMessage is prepended to the agent's context; empty means none.
+	SystemMessage string `yaml:"system_message,omitempty" json:"system_message,omitempty"`
+	// Subtask is the agent's share of the task in decomposition mode.
+	Subtask string `yaml:"subtask,omitempty" json:"subtask,omitempty"`
+}
+
+// Backend says which model serves an agent and how to reach it.
+type Backend struct {
+	// Type is the client implementation; only BackendOpenAI exists, and it
+	// speaks to any OpenAI-compatible endpoint through BaseURL.
+	Type  string `yaml:"type" json:"type"`
+	Model string `yaml:"model" json:"model"`
+	// BaseURL overrides the OpenAI endpoint (vLLM, Ollama, LiteLLM, …).
+	BaseURL string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
+	// APIKeyEnv is the name of the environment variable holding the key. The
+	// worker that runs the agent reads it, so the key stays out of workflow
+	// history and session files.
+	APIKeyEnv   string   `yaml:"api_key_env" json:"api_key_env"`
+	Temperature *float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
+	MaxTokens   *int     `yaml:"max_tokens,omitempty" json:"max_tokens,omitempty"`
+}
+
+// ModelPrice is the price of one model in USD per million tokens.
+type ModelPrice struct {
+	Input  float64 `yaml:"input" json:"input"`
+	Output float64 `yaml:"output" json:"output"`
+}
+
+// Orchestrator holds the coordination settings. The first group keeps the
+// names and defaults of MassGen's orchestrator config (seed 001's quick
+// reference) so MassGen users can carry their settings over; the second group
+// is Conclave's. Nullable settings are pointers: nil (YAML null) is a value of
+// its own, usually "unlimited", distinct from "not set".
+type Orchestrator struct {
+	CoordinationMode  CoordinationMode  `yaml:"coordination_mode" json:"coordination_mode"`
+	VotingSensitivity VotingSensitivity `yaml:"voting_sensitivity" json:"voting_sensitivity"`
+	// DisableInjection turns off peer-answer propagation: agents refine
+	// independently until they vote.
+	DisableInjection               bool `yaml:"disable_injection" json:"disable_injection"`
+	FairnessEnabled                bool `yaml:"fairness_enabled" json:"fairness_enabled"`
+	FairnessLeadCapAnswers         int  `yaml:"fairness_lead_cap_answers" json:"fairness_lead_cap_answers"`
+	MaxMidstreamInjectionsPerRound int  `yaml:"max_midstream_injections_per_round" json:"max_midstream_injections_per_round"`
+	DeferPeerUpdatesUntilRestart   bool `yaml:"defer_peer_updates_until_restart" json:"defer_peer_updates_until_restart"`
+	// AllowMidstreamPeerUpdatesBeforeChecklistSubmit is a checklist setting;
+	// nil leaves the choice to the checklist policy.
+	AllowMidstreamPeerUpdatesBeforeChecklistSubmit *bool `yaml:"allow_midstream_peer_updates_before_checklist_submit" json:"allow_midstream_peer_updates_before_checklist_submit"`
+	// MaxNewAnswersPerAgent and MaxNewAnswersGlobal: nil means unlimited.
+	MaxNewAnswersPerAgent       *int `yaml:"max_new_answers_per_agent" json:"max_new_answers_per_agent"`
+	MaxNewAnswersGlobal         *int `yaml:"max_new_answers_global" json:"max_new_answers_global"`
+	DeferVotingUntilAllAnswered bool `yaml:"defer_voting_until_all_answered" json:"defer_voting_until_all_answered"`
+	MaxChecklistCallsPerRound   int  `yaml:"max_checklist_calls_per_round" json:"max_checklist_calls_per_round"`
+	ChecklistFirstAnswer        bool `yaml:"checklist_first_answer" json:"checklist_first_answer"`
+
+	Scheduling          Scheduling          `yaml:"scheduling" json:"scheduling"`
+	Consensus           ConsensusRule       `yaml:"consensus" json:"consensus"`
+	MaxRevoteRounds     int                 `yaml:"max_revote_rounds" json:"max_revote_rounds"`
+	UpdateMode          UpdateMode          `yaml:"update_mode" json:"update_mode"`
+	FinalAnswerStrategy FinalAnswerStrategy `yaml:"final_answer_strategy" json:"final_answer_strategy"`
+	// Presenter is the agent that writes the final answer in decomposition
+	// mode; empty means the first agent. Voting mode presents the winner.
+	Presenter                  string `yaml:"presenter,omitempty" json:"presenter,omitempty"`
+	OrchestratorTimeoutSeconds int    `yaml:"orchestrator_timeout_seconds" json:"orchestrator_timeout_seconds"`
+	MaxStepsPerAgent           int    `yaml:"max_steps_per_agent" json:"max_steps_per_agent"`
+	MaxEnforcementAttempts     int    `yaml:"max_enforcement_attempts" json:"max_enforcement_attempts"`
+}
+
+// BackendOpenAI is the only backend type: any OpenAI-compatible endpoint.
+const BackendOpenAI = "openai"
+
+// DefaultAPIKeyEnv is the variable read when a backend names none.
+const DefaultAPIKeyEnv = "OPENAI_API_KEY"
+
+// CoordinationMode selects what a terminal action means.
+type CoordinationMode string
+
+// Coordination modes: agents compete and vote, or split the task and stop.
+const (
+	ModeVoting        CoordinationMode = "voting"
+	ModeDecomposition CoordinationMode = "decomposition"
+)
+
+// VotingSensitivity is MassGen's voting policy.
+type VotingSensitivity string
+
+// Voting sensitivities. SensitivityChecklistGated is accepted for
+// compatibility but behaves like SensitivityBalanced: Conclave has no
+// checklist tools yet.
+const (
+	SensitivityBalanced       VotingSensitivity = "balanced"
+	SensitivityChecklistGated VotingSensitivity = "checklist_gated"
+)
+
+// Scheduling selects when agents are relaunched.
+type Scheduling string
+
+// Schedulings: relaunch each agent as soon as its step ends (MassGen's
+// behaviour), or wait for every agent at a barrier (step mode's rounds).
+const (
+	SchedulingAsync  Scheduling = "async"
+	SchedulingRounds Scheduling = "rounds"
+)
+
+// ConsensusRule decides when votes settle a winner.
+type ConsensusRule string
+
+// Consensus rules; see engine/coord for the exact definitions.
+const (
+	ConsensusMajority  ConsensusRule = "majority"
+	ConsensusPlurality ConsensusRule = "plurality"
+)
+
+// UpdateMode selects how a running agent learns of peers' new answers.
+type UpdateMode string
+
+// Update modes: inject at the next safe point (seed 003), or cancel and
+// relaunch the agent.
+const (
+	UpdateInject  UpdateMode = "inject"
+	UpdateRestart UpdateMode = "restart"
+)
+
+// FinalAnswerStrategy selects how the final answer is produced.
+type FinalAnswerStrategy string
+
+// Final answer strategies: the winner presents its answer, the winner
+// synthesizes all answers, or the winner's stored answer is used as is.
+const (
+	FinalWinnerPresent FinalAnswerStrategy = "winner_present"
+	FinalSynthesize    FinalAnswerStrategy = "synthesize"
+	FinalWinnerReuse   FinalAnswerStrategy = "winner_reuse"
+)
+
+// DefaultOrchestrator returns the orchestrator settings a config starts from.
+// Parse decodes YAML on top of it, so an absent key takes its default while
+// an explicit false, 0 or null is kept as written.
+func DefaultOrchestrator() Orchestrator {
+	perAgent, global := 2, 8
+	return Orchestrator{
+		CoordinationMode:               ModeVoting,
+		VotingSensitivity:              SensitivityBalanced,
+		FairnessEnabled:                true,
+		FairnessLeadCapAnswers:         2,
+		MaxMidstreamInjectionsPerRound: 2,
+		MaxNewAnswersPerAgent:          &perAgent,
+		MaxNewAnswersGlobal:            &global,
+		MaxChecklistCallsPerRound:      1,
+		Scheduling:                     SchedulingAsync,
+		Consensus:                      ConsensusMajority,
+		MaxRevoteRounds:                2,
+		UpdateMode:                     UpdateInject,
+		FinalAnswerStrategy:            FinalWinnerPresent,
+		OrchestratorTimeoutSeconds:     1800,
+		MaxStepsPerAgent:               10,
+		MaxEnforcementAttempts:         3,
+	}
+}
+
+// ApplyDefaults fills the settings whose empty value is never meaningful: the
+// enums, backend.type and backend.api_key_env. It leaves numbers, booleans and
+// nullable settings alone, because 0, false and null are legitimate choices
+// there; their defaults come from DefaultOrchestrator, which Parse and JSON
+// decoding start from. It is idempotent.
+func (c *Config) ApplyDefaults() {
+	d := DefaultOrchestrator()
+	o := &c.Orchestrator
+	setIfEmpty(&o.CoordinationMode, d.CoordinationMode)
+	setIfEmpty(&o.VotingSensitivity, d.VotingSensitivity)
+	setIfEmpty(&o.Scheduling, d.Scheduling)
+	setIfEmpty(&o.Consensus, d.Consensus)
+	setIfEmpty(&o.UpdateMode, d.UpdateMode)
+	setIfEmpty(&o.FinalAnswerStrategy, d.FinalAnswerStrategy)
+	for i := range c.Agents {
+		setIfEmpty(&c.Agents[i].Backend.Type, BackendOpenAI)
+		setIfEmpty(&c.Agents[i].Backend.APIKeyEnv, DefaultAPIKeyEnv)
+	}
+}
+
+func setIfEmpty[T ~string](field *T, value T) {
+	if *field == "" {
+		*field = value
+	}
+}
+
+// UnmarshalJSON starts from DefaultOrchestrator so that hand-written workflow
+// input (temporal workflow start --input) means what the same keys mean in
+// YAML: an absent setting takes its default, an explicit null stays null.
+func (c *Config) UnmarshalJSON(data []byte) error {
+	type plain Config // drops this method, avoiding recursion
+	p := plain{Orchestrator: DefaultOrchestrator()}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*c = Config(p)
+	return nil
+}
+
+// Agent returns the agent with the given id.
+func (c *Config) Agent(id string) (*Agent, bool) {
+	for i := range c.Agents {
+		if c.Agents[i].ID == id {
+			return &c.Agents[i], true
+		}
+	}
+	return nil, false
+}
+
+// AgentIDs returns the agent ids in configuration order.
+func (c *Config) AgentIDs() []string {
+	ids := make([]string, len(c.Agents))
+	for i, a := range c.Agents {
+		ids[i] = a.ID
+	}
+	return ids
+}
+
+// Single returns the only agent, for step mode, which runs one agent for one
+// step and leaves coordination to an external orchestrator.
+func (c *Config) Single() (*Agent, error) {
+	if n := len(c.Agents); n != 1 {
+		return nil, fmt.Errorf("step mode needs exactly one agent; the config has %d (use `agent:` with one agent, or run coordination instead)", n)
+	}
+	return &c.Agents[0], nil
+}
+
+// Price returns the input and output price of model in USD per million
+// tokens. The match is exact: a dated model name needs its own entry.
+func (c *Config) Price(model string) (in, out float64, ok bool) {
+	p, ok := c.Prices[model]
+	return p.Input, p.Output, ok
+}
+
+// Timeout is orchestrator_timeout_seconds as a duration.
+func (o Orchestrator) Timeout() time.Duration {
+	return time.Duration(o.OrchestratorTimeoutSeconds) * time.Second
+}

@@ -1,0 +1,378 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// document is the YAML file: a Config plus the single-agent form `agent:`.
+type document struct {
+	Config `yaml:",inline"`
+	One    *Agent `yaml:"agent"`
+}
+
+// Load reads and parses the config file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes a YAML config strictly, applies defaults and validates it.
+// source names the input in messages ("config.yaml:12: …"). Every problem
+// found is reported at once, joined with errors.Join; validation problems
+// wrap a *FieldError.
+func Parse(data []byte, source string) (*Config, error) {
+	if source == "" {
+		source = "config"
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, syntaxError(source, err)
+	}
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].ShortTag() == "!!null" {
+		return nil, fmt.Errorf("%s: the config is empty; it needs at least an `agents:` list", source)
+	}
+	top := root.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s:%d: the config must be a mapping with the keys agents (or agent), orchestrator and prices", source, top.Line)
+	}
+	idx := indexNodes(top)
+	p := problems{source: source}
+
+	// A key in the file would be copied into workflow history and session
+	// files, so it is refused outright, before strict decoding could report
+	// it as a mere unknown key.
+	for _, k := range idx.keys {
+		if k.key != k.val && k.key.Value == "api_key" {
+			p.at(k.key.Line, fmt.Sprintf("%s: API keys do not belong in the config (the config is stored in workflow history and session files); put the key in an environment variable and name that variable with api_key_env, e.g. api_key_env: OPENAI_API_KEY", k.path))
+		}
+	}
+
+	doc := document{Config: Config{Orchestrator: DefaultOrchestrator()}}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return nil, syntaxError(source, err)
+		}
+		for _, msg := range te.Errors {
+			p.decodeError(msg, idx)
+		}
+	}
+	if err := dec.Decode(new(yaml.Node)); err != io.EOF {
+		p.add(fmt.Sprintf("%s: only one YAML document is allowed; remove the second `---` and what follows it", source))
+	}
+	agentsKey, oneKey := idx.top("agents"), idx.top("agent")
+	if agentsKey != nil && oneKey != nil {
+		p.at(oneKey.Line, fmt.Sprintf("use either `agent:` (one agent) or `agents:` (a list), not both; `agents:` is at line %d", agentsKey.Line))
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+
+	single := oneKey != nil
+	if doc.One != nil {
+		doc.Agents = []Agent{*doc.One}
+	}
+	cfg := &doc.Config
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		p.validation(err, idx, single)
+		return nil, errors.Join(p.errs...)
+	}
+	return cfg, nil
+}
+
+// problems collects messages prefixed with the source and, when known, the line.
+type problems struct {
+	source string
+	errs   []error
+}
+
+func (p *problems) add(msg string) { p.errs = append(p.errs, errors.New(msg)) }
+
+func (p *problems) at(line int, msg string) { p.wrapAt(line, errors.New(msg)) }
+
+func (p *problems) wrapAt(line int, err error) {
+	if line > 0 {
+		p.errs = append(p.errs, fmt.Errorf("%s:%d: %w", p.source, line, err))
+	} else {
+		p.errs = append(p.errs, fmt.Errorf("%s: %w", p.source, err))
+	}
+}
+
+// validation adds Validate's problems with their lines, in file order so a
+// reader can fix them top to bottom. In the single-agent form the paths say
+// agent.… as the file does, not agents[0].….
+func (p *problems) validation(err error, idx *nodeIndex, single bool) {
+	type located struct {
+		line int
+		err  error
+	}
+	var found []located
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var fe *FieldError
+		if !errors.As(e, &fe) {
+			found = append(found, located{0, e})
+			continue
+		}
+		if single && strings.HasPrefix(fe.Path, "agents[0]") {
+			fe = &FieldError{Path: "agent" + strings.TrimPrefix(fe.Path, "agents[0]"), Problem: fe.Problem}
+		}
+		found = append(found, located{idx.line(fe.Path), fe})
+	}
+	slices.SortStableFunc(found, func(a, b located) int { return a.line - b.line })
+	for _, f := range found {
+		p.wrapAt(f.line, f.err)
+	}
+}
+
+var (
+	unknownFieldRe = regexp.MustCompile(`^line (\d+): field (.+) not found in type (\S+)$`)
+	wrongTypeRe    = regexp.MustCompile("^line (\\d+): cannot unmarshal (\\S+)(?: `(.*)`)? into (\\S+)$")
+	lineRe         = regexp.MustCompile(`^line (\d+): (.*)$`)
+)
+
+// decodeError rewrites one of yaml.v3's strict-decoding messages in the
+// user's terms: the file, the line, the field path, what was expected.
+func (p *problems) decodeError(msg string, idx *nodeIndex) {
+	if m := unknownFieldRe.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		name := m[2]
+		if name == "api_key" {
+			return // already refused with a better message
+		}
+		where := "at the top level"
+		for _, k := range idx.keys {
+			if k.key.Line == line && k.key.Value == name {
+				if parent := parentPath(k.path); parent != "" {
+					where = "in " + parent
+				}
+				break
+			}
+		}
+		hint := ""
+		if s := suggest(name, knownKeys(m[3])); s != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		p.at(line, fmt.Sprintf("unknown key %q %s%s", name, where, hint))
+		return
+	}
+	if m := wrongTypeRe.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		want := describeType(m[4])
+		for _, k := range idx.keys {
+			if k.val.Line == line && sameValue(k.val, m[3]) {
+				p.at(line, fmt.Sprintf("%s: expected %s, got %s", k.path, want, describeNode(k.val)))
+				return
+			}
+		}
+		p.at(line, fmt.Sprintf("expected %s, got %s", want, m[2]))
+		return
+	}
+	if m := lineRe.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		p.at(line, m[2])
+		return
+	}
+	p.add(p.source + ": " + msg)
+}
+
+func syntaxError(source string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := lineRe.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("%s:%s: invalid YAML: %s", source, m[1], m[2])
+	}
+	return fmt.Errorf("%s: invalid YAML: %s", source, msg)
+}
+
+// keyedNode is one mapping entry or sequence item with its field path; key is
+// the item itself for sequence items, so key.Line is always the line to show.
+type keyedNode struct {
+	path     string
+	key, val *yaml.Node
+}
+
+// nodeIndex lists every entry of the document in order. Aliases are not
+// followed: their targets are indexed where the anchor is defined.
+type nodeIndex struct{ keys []keyedNode }
+
+func indexNodes(top *yaml.Node) *nodeIndex {
+	idx := &nodeIndex{}
+	idx.walk(top, "")
+	return idx
+}
+
+func (idx *nodeIndex) walk(n *yaml.Node, path string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := keyPath(path, k.Value)
+			idx.keys = append(idx.keys, keyedNode{p, k, v})
+			idx.walk(v, p)
+		}
+	case yaml.SequenceNode:
+		for i, v := range n.Content {
+			p := indexPath(path, i)
+			idx.keys = append(idx.keys, keyedNode{p, v, v})
+			idx.walk(v, p)
+		}
+	}
+}
+
+// top returns the key node of a top-level key, or nil.
+func (idx *nodeIndex) top(name string) *yaml.Node {
+	for _, k := range idx.keys {
+		if k.path == name {
+			return k.key
+		}
+	}
+	return nil
+}
+
+// line returns the line of path, or of its deepest ancestor present in the
+// file when the setting came from a default; 0 when none is.
+func (idx *nodeIndex) line(path string) int {
+	best, bestLen := 0, -1
+	for _, k := range idx.keys {
+		if len(k.path) > bestLen && (k.path == path || strings.HasPrefix(path, k.path+".") || strings.HasPrefix(path, k.path+"[")) {
+			best, bestLen = k.key.Line, len(k.path)
+		}
+	}
+	return best
+}
+
+func parentPath(path string) string {
+	i := strings.LastIndexAny(path, ".[")
+	if i < 0 {
+		return ""
+	}
+	// A quoted key may itself contain '.' or '['; walk back to its opening.
+	if strings.HasSuffix(path, `"]`) {
+		if j := strings.LastIndex(path, `["`); j >= 0 {
+			i = j
+		}
+	}
+	return path[:i]
+}
+
+// sameValue matches a node against the value in a yaml.v3 message, which
+// truncates long values to seven characters and "...".
+func sameValue(n *yaml.Node, shown string) bool {
+	if n.Kind != yaml.ScalarNode {
+		return shown == ""
+	}
+	if head, ok := strings.CutSuffix(shown, "..."); ok && len(n.Value) > 10 {
+		return strings.HasPrefix(n.Value, head)
+	}
+	return n.Value == shown
+}
+
+func describeNode(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	}
+	v := n.Value
+	if len(v) > 40 {
+		v = v[:37] + "..."
+	}
+	return strconv.Quote(v)
+}
+
+// structTypes are the decoded types, by the name yaml.v3 prints.
+var structTypes = map[string]reflect.Type{
+	"config.document":     reflect.TypeFor[document](),
+	"config.Agent":        reflect.TypeFor[Agent](),
+	"config.Backend":      reflect.TypeFor[Backend](),
+	"config.Orchestrator": reflect.TypeFor[Orchestrator](),
+	"config.ModelPrice":   reflect.TypeFor[ModelPrice](),
+}
+
+func describeType(goType string) string {
+	t := strings.TrimPrefix(goType, "*")
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["), structTypes[t] != nil:
+		return "a mapping"
+	case strings.Contains(t, "int"):
+		return "a whole number"
+	case strings.Contains(t, "float"):
+		return "a number"
+	case t == "bool":
+		return "true or false"
+	}
+	return "a string"
+}
+
+// knownKeys lists the YAML keys of a decoded struct type, for suggestions.
+func knownKeys(typeName string) []string {
+	t := structTypes[strings.TrimPrefix(typeName, "*")]
+	if t == nil {
+		return nil
+	}
+	var keys []string
+	var collect func(reflect.Type)
+	collect = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if strings.Contains(opts, "inline") {
+				collect(f.Type)
+			} else if name != "" && name != "-" {
+				keys = append(keys, name)
+			}
+		}
+	}
+	collect(t)
+	return keys
+}
+
+// suggest returns the known key closest to a misspelled one, if any is close.
+func suggest(name string, known []string) string {
+	best, bestDist := "", max(2, len(name)/4)+1
+	for _, k := range known {
+		if d := editDistance(name, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

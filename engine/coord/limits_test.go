@@ -1,0 +1,94 @@
+package coord
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestCanAnswer(t *testing.T) {
+	// a: 2 answers, b: 1, c: 0 (configuration order a, b, c).
+	l := func() *sim { return newSim("a", "b", "c").answer("a").answer("a").answer("b") }
+	tests := []struct {
+		name   string
+		l      Ledger
+		agent  string
+		lim    Limits
+		ok     bool
+		reason string
+	}{
+		{"no limits", l().ledger(), "a", Limits{}, true, ""},
+		{"below the per-agent cap", l().ledger(), "a", Limits{MaxNewAnswersPerAgent: intp(3)}, true, ""},
+		{"at the per-agent cap", l().ledger(), "a", Limits{MaxNewAnswersPerAgent: intp(2)}, false,
+			"answer limit per agent reached (2 of 2)"},
+		{"per-agent cap is per agent", l().ledger(), "b", Limits{MaxNewAnswersPerAgent: intp(2)}, true, ""},
+		{"per-agent cap of zero", l().ledger(), "c", Limits{MaxNewAnswersPerAgent: intp(0)}, false,
+			"(0 of 0)"},
+		{"below the global cap", l().ledger(), "c", Limits{MaxNewAnswersGlobal: intp(4)}, true, ""},
+		{"at the global cap", l().ledger(), "c", Limits{MaxNewAnswersGlobal: intp(3)}, false,
+			"global answer limit reached (3 of 3)"},
+		{"failed agents' answers count globally", l().fail("a").ledger(), "b",
+			Limits{MaxNewAnswersGlobal: intp(3)}, false, "global"},
+		{"lead below the cap", l().answer("c").ledger(), "a", Limits{FairnessLeadCap: intp(2)}, true, ""},
+		{"lead at the cap", l().ledger(), "a", Limits{FairnessLeadCap: intp(2)}, false,
+			"fairness lead cap reached (2 answers ahead of the slowest peer, cap 2)"},
+		{"fairness never blocks a first answer", l().ledger(), "c", Limits{FairnessLeadCap: intp(0)}, true, ""},
+		{"first answer with every limit on", newSim("a", "b").answer("b").answer("b").ledger(), "a",
+			Limits{MaxNewAnswersPerAgent: intp(1), MaxNewAnswersGlobal: intp(5), FairnessLeadCap: intp(0)}, true, ""},
+		{"cap zero blocks any lead", newSim("a", "b").answer("a").answer("b").ledger(), "a",
+			Limits{FairnessLeadCap: intp(0)}, false, "cap 0"},
+		{"failed peers do not hold others back", l().fail("c").ledger(), "a", Limits{FairnessLeadCap: intp(2)},
+			true, ""},
+		{"no alive peers", newSim("a", "b").answer("a").answer("a").fail("b").ledger(), "a",
+			Limits{FairnessLeadCap: intp(1)}, true, ""},
+		{"unknown agent", l().ledger(), "zed", Limits{}, false, `unknown agent "zed"`},
+		{"failed agent", l().fail("b").ledger(), "b", Limits{}, false, "failed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, reason := CanAnswer(tc.l, tc.agent, tc.lim)
+			assert.Equal(t, tc.ok, ok, reason)
+			assert.Equal(t, !tc.ok, VoteOnly(tc.l, tc.agent, tc.lim))
+			if tc.ok {
+				assert.Empty(t, reason)
+				return
+			}
+			assert.Contains(t, reason, tc.reason)
+			if tc.agent != "zed" {
+				// Reasons go to models, which must never see real ids.
+				for _, a := range tc.l.Agents {
+					assert.NotContains(t, reason, `"`+a.ID+`"`)
+					assert.NotContains(t, reason, " "+a.ID+" ")
+				}
+			}
+		})
+	}
+}
+
+func TestFairnessLead(t *testing.T) {
+	l := newSim("a", "b", "c").answer("a").answer("a").answer("b").ledger()
+	assert.Equal(t, 2, FairnessLead(l, "a"))
+	assert.Equal(t, 1, FairnessLead(l, "b"))
+	assert.Equal(t, -1, FairnessLead(l, "c"))
+	assert.Equal(t, 0, FairnessLead(l, "zed"))
+	assert.Equal(t, 0, FairnessLead(newSim("a").answer("a").ledger(), "a"))
+}
+
+func TestStepsExhausted(t *testing.T) {
+	tests := []struct {
+		steps, max int
+		want       bool
+	}{
+		{0, 0, false},
+		{100, 0, false},
+		{4, 5, false},
+		{5, 5, true},
+		{6, 5, true},
+		{0, 1, false},
+		{3, -1, false},
+	}
+	for _, tc := range tests {
+		got := StepsExhausted(Agent{LatestStep: tc.steps}, Limits{MaxStepsPerAgent: tc.max})
+		assert.Equal(t, tc.want, got, "steps %d max %d", tc.steps, tc.max)
+	}
+}

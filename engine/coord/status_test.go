@@ -1,0 +1,56 @@
+package coord
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSummarizeEmptyNeverNull(t *testing.T) {
+	got, err := json.Marshal(Summarize(Ledger{}, RuleMajority, PhaseCoordinating))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"phase": "coordinating", "agents": {}, "consensus": false, "winner": "",
+		"relaunch": [], "votes": {},
+		"usage": {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0}}`, string(got))
+}
+
+func TestSummarize(t *testing.T) {
+	l := newSim("agent_a", "agent_b", "agent_c", "agent_d").
+		answer("agent_a").answer("agent_b").
+		vote("agent_a", "agent_b").
+		vote("agent_b", "agent_b").answer("agent_a"). // agent_b's vote is now stale
+		missingVote("agent_c").
+		fail("agent_d").
+		run("agent_a").
+		ledger()
+	st := Summarize(l, RuleMajority, PhaseCoordinating)
+	st.Usage = Usage{InputTokens: 1200, OutputTokens: 300, CostUSD: 0.25}
+	got, err := json.Marshal(st)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{
+		"phase": "coordinating",
+		"agents": {
+			"agent_a": {"state": "answered", "latest_step": 3, "latest_answer_step": 3,
+				"answer_count": 2, "vote_target": "", "vote_stale": false},
+			"agent_b": {"state": "voted", "latest_step": 2, "latest_answer_step": 1,
+				"answer_count": 1, "vote_target": "agent_b", "vote_stale": true},
+			"agent_c": {"state": "voted", "latest_step": 1, "latest_answer_step": 0,
+				"answer_count": 0, "vote_target": "", "vote_stale": true},
+			"agent_d": {"state": "failed", "latest_step": 0, "latest_answer_step": 0,
+				"answer_count": 0, "vote_target": "", "vote_stale": false}
+		},
+		"consensus": false, "winner": "", "relaunch": ["agent_b", "agent_c"], "votes": {},
+		"usage": {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.25}
+	}`, string(got))
+}
+
+func TestSummarizePluralityWinner(t *testing.T) {
+	l := threeAnswered().vote("c", "b").vote("a", "a").vote("b", "c").ledger()
+	assert.Equal(t, "", Summarize(l, RuleMajority, PhaseCoordinating).Winner)
+	st := Summarize(l, RulePlurality, PhasePresenting)
+	assert.True(t, st.Consensus)
+	assert.Equal(t, "c", st.Winner)
+	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, st.Votes)
+}

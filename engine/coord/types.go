@@ -1,0 +1,76 @@
+// Package coord holds the pure coordination rules of Conclave: anonymous
+// labels, stale votes, agent states, the relaunch set, consensus, answer
+// limits, fairness and the timeout winner. It does no I/O and never depends on
+// map iteration order, so Temporal workflows can call it deterministically.
+package coord
+
+// Action is the workflow action that ended an agent step.
+type Action string
+
+// The workflow actions of seeds 000 and 001.
+const (
+	ActionNone      Action = ""
+	ActionNewAnswer Action = "new_answer"
+	ActionVote      Action = "vote"
+	ActionStop      Action = "stop"
+)
+
+// AgentState is what an external orchestrator needs to know about an agent to
+// decide whether to relaunch it (seed 000's per-agent states plus failed).
+type AgentState string
+
+// Agent states.
+const (
+	StateNoAction AgentState = "no_action"
+	StateAnswered AgentState = "answered"
+	StateVoted    AgentState = "voted"
+	StateStopped  AgentState = "stopped"
+	StateFailed   AgentState = "failed"
+)
+
+// Vote is one recorded vote (vote.json). Invalid marks a vote file that was
+// present but unreadable or incomplete: such a vote is always stale.
+type Vote struct {
+	Voter     string         `json:"voter"`
+	Target    string         `json:"target"`
+	Reason    string         `json:"reason,omitempty"`
+	SeenSteps map[string]int `json:"seen_steps"`
+	Step      int            `json:"step"`
+	Invalid   bool           `json:"invalid,omitempty"`
+}
+
+// Stop is one recorded decomposition-mode stop (stop.json).
+type Stop struct {
+	Summary   string         `json:"summary"`
+	Status    string         `json:"status"`
+	SeenSteps map[string]int `json:"seen_steps"`
+	Step      int            `json:"step"`
+}
+
+// Agent is the ledger of one agent, as loaded from a session or kept by the
+// workflow. Steps are the agent's own 1-based step numbers.
+type Agent struct {
+	ID string `json:"id"`
+	// LatestStep is the highest step number with a recorded action (0: none).
+	LatestStep int `json:"latest_step"`
+	// LatestAnswerStep is the step of the agent's newest answer (0: none).
+	LatestAnswerStep int `json:"latest_answer_step"`
+	// AnswerCount is how many answers the agent has submitted.
+	AnswerCount int `json:"answer_count"`
+	// LastAction is the action of LatestStep.
+	LastAction Action `json:"last_action"`
+	// Vote is the vote of LatestStep when LastAction is a vote.
+	Vote *Vote `json:"vote,omitempty"`
+	// Stop is the stop of LatestStep when LastAction is a stop.
+	Stop *Stop `json:"stop,omitempty"`
+	// Failed agents are dropped from coordination and never relaunched.
+	Failed bool `json:"failed,omitempty"`
+	// Running marks an agent whose current step has not finished.
+	Running bool `json:"running,omitempty"`
+}
+
+// Ledger is the coordination state of a whole session. Agents keep
+// configuration order, which breaks ties where a rule needs it.
+type Ledger struct {
+	Agents []Agent `json:"agents"`
+}

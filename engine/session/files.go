@@ -1,0 +1,51 @@
+package session
+
+import "time"
+
+// Info is session.json: what the session is about, never a secret.
+type Info struct {
+	Task      string    `json:"task"`
+	Agents    []string  `json:"agents"`
+	Mode      string    `json:"mode"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// AnswerFile is answer.json exactly as seed 000 defines it.
+type AnswerFile struct {
+	AgentID   string `json:"agent_id"`
+	Answer    string `json:"answer"`
+	Timestamp string `json:"timestamp"`
+}
+
+// VoteFile is vote.json exactly as seed 000 defines it, plus its timestamp.
+type VoteFile struct {
+	Voter     string         `json:"voter"`
+	Target    string         `json:"target"`
+	Reason    string         `json:"reason"`
+	SeenSteps map[string]int `json:"seen_steps"`
+	Timestamp string         `json:"timestamp"`
+}
+
+// StopFile is stop.json, decomposition mode's terminal action.
+type StopFile struct {
+	AgentID   string         `json:"agent_id"`
+	Summary   string         `json:"summary"`
+	Status    string         `json:"status"`
+	SeenSteps map[string]int `json:"seen_steps"`
+	Timestamp string         `json:"timestamp"`
+}
+
+// LastAction is the per-agent last_action.json of seed 000. Fields that do not
+// apply to the action are written as null, as MassGen writes them.
+type LastAction struct {
+	AgentID         string         `json:"agent_id"`
+	Action          string         `json:"action"`
+	AnswerText      *string        `json:"answer_text"`
+	VoteTarget      *string        `json:"vote_target"`
+	VoteReason      *string        `json:"vote_reason"`
+	Timestamp       string         `json:"timestamp"`
+	StepNumber      int            `json:"step_number"`
+	DurationSeconds float64        `json:"duration_seconds"`
+	Cost            map[string]any `json:"cost"`
+	WorkspacePath   *string        `json:"workspace_path"`
+}

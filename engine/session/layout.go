@@ -1,0 +1,96 @@
+// Package session maps Conclave's session layout (ARCHITECTURE.md, seed 000)
+// onto a storage.Store: it loads a snapshot of every agent's answers and votes
+// and saves one step's outputs. The same layout serves step mode, where an
+// external orchestrator drives agents through a directory, and Temporal, where
+// the workflow assigns step numbers and activities write the files.
+package session
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// File names of the layout. They are part of the on-disk contract shared with
+// MassGen's step mode, so they never change.
+const (
+	InfoKey         = "session.json"
+	EvalCriteriaKey = "eval_criteria.json"
+	StatusKey       = "status.json"
+	AgentsPrefix    = "agents/"
+	InboxPrefix     = "inbox/"
+	FinalPrefix     = "final/"
+
+	answerFile     = "answer.json"
+	voteFile       = "vote.json"
+	stopFile       = "stop.json"
+	traceFile      = "trace.jsonl"
+	lastActionFile = "last_action.json"
+	workspaceDir   = "workspace"
+)
+
+// agentIDPattern is the config rule for agent ids; the layout relies on it so
+// an id can never add a path element.
+var agentIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
+// CheckAgentID reports whether id can name a folder under agents/.
+func CheckAgentID(id string) error {
+	if !agentIDPattern.MatchString(id) {
+		return fmt.Errorf("agent id %q is not valid: use 1-32 characters from a-z, 0-9, '_' and '-', starting with a letter or digit", id)
+	}
+	return nil
+}
+
+// StepName is the zero-padded folder name of an agent's step (1 → "001").
+func StepName(step int) string { return fmt.Sprintf("%03d", step) }
+
+// parseStepName is the inverse of StepName; it accepts only digits so that
+// stray folders are never mistaken for steps.
+func parseStepName(name string) (int, bool) {
+	if name == "" {
+		return 0, false
+	}
+	for _, r := range name {
+		if r < '0' || r > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(name)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// AgentPrefix is the folder of one agent, with a trailing slash.
+func AgentPrefix(agent string) string { return AgentsPrefix + agent + "/" }
+
+// StepPrefix is the folder of one agent step, with a trailing slash.
+func StepPrefix(agent string, step int) string { return AgentPrefix(agent) + StepName(step) + "/" }
+
+// AnswerKey is where an agent step's answer.json lives.
+func AnswerKey(agent string, step int) string { return StepPrefix(agent, step) + answerFile }
+
+// VoteKey is where an agent step's vote.json lives.
+func VoteKey(agent string, step int) string { return StepPrefix(agent, step) + voteFile }
+
+// StopKey is where an agent step's stop.json lives.
+func StopKey(agent string, step int) string { return StepPrefix(agent, step) + stopFile }
+
+// TraceKey is where an agent step's transcript (and checkpoint) lives.
+func TraceKey(agent string, step int) string { return StepPrefix(agent, step) + traceFile }
+
+// WorkspacePrefix is the folder holding the files delivered with an answer.
+func WorkspacePrefix(agent string, step int) string {
+	return StepPrefix(agent, step) + workspaceDir + "/"
+}
+
+// LastActionKey is the per-agent last_action.json, overwritten every step.
+func LastActionKey(agent string) string { return AgentPrefix(agent) + lastActionFile }
+
+// InboxKey names the n-th runtime human input (1-based, arrival order).
+func InboxKey(n int) string { return fmt.Sprintf("%s%03d.json", InboxPrefix, n) }
+
+// Timestamp formats t the way seed 000's files do: UTC, whole seconds.
+func Timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

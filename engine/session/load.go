@@ -1,0 +1,269 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/storage"
+)
+
+// Answer is one stored answer revision of an agent.
+type Answer struct {
+	Agent    string `json:"agent"`
+	Step     int    `json:"step"`
+	Revision int    `json:"revision"` // 1-based: the M of label agentN.M
+	Text     string `json:"text"`
+	// Workspace is the storage key prefix of the delivered workspace, empty
+	// when the answer came without files.
+	Workspace string `json:"workspace,omitempty"`
+	Timestamp string `json:"timestamp"`
+}
+
+// Agent is everything a snapshot knows about one agent.
+type Agent struct {
+	coord.Agent
+	Answers []Answer `json:"answers"` // in step order
+}
+
+// Latest returns the agent's newest answer, or nil when it has none.
+func (a *Agent) Latest() *Answer {
+	if len(a.Answers) == 0 {
+		return nil
+	}
+	return &a.Answers[len(a.Answers)-1]
+}
+
+// Problem is a file that could not be used. Loading never fails because of a
+// single bad file: the problem is reported and the rest of the session stays
+// usable, so one corrupt vote cannot block an orchestrator.
+type Problem struct {
+	Key    string `json:"key"`
+	Reason string `json:"reason"`
+}
+
+func (p Problem) String() string { return p.Key + ": " + p.Reason }
+
+// Snapshot is the state of a session as stored.
+type Snapshot struct {
+	Info     *Info     `json:"info,omitempty"`
+	Agents   []Agent   `json:"agents"` // session.json order, else sorted by id
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// Agent returns the snapshot of one agent.
+func (s *Snapshot) Agent(id string) (*Agent, bool) {
+	for i := range s.Agents {
+		if s.Agents[i].ID == id {
+			return &s.Agents[i], true
+		}
+	}
+	return nil, false
+}
+
+// Ledger is the coordination view of the snapshot, for engine/coord.
+func (s *Snapshot) Ledger() coord.Ledger {
+	l := coord.Ledger{Agents: make([]coord.Agent, len(s.Agents))}
+	for i, a := range s.Agents {
+		l.Agents[i] = a.Agent
+	}
+	return l
+}
+
+// Load reads a session. It fails only when the store itself cannot be read;
+// unreadable files become Problems.
+func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
+	snap := &Snapshot{}
+	if err := readJSON(ctx, st, InfoKey, &snap.Info); err != nil {
+		if !errors.Is(err, storage.ErrNotFound) {
+			snap.problem(InfoKey, err)
+		}
+		snap.Info = nil
+	}
+	keys, err := st.List(ctx, AgentsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("list the session's agents in %s: %w", st.Location(), err)
+	}
+	steps := map[string]map[int]map[string]bool{} // agent → step → file names
+	for _, key := range keys {
+		parts := strings.SplitN(strings.TrimPrefix(key, AgentsPrefix), "/", 3)
+		if len(parts) < 2 {
+			continue
+		}
+		agent := parts[0]
+		if CheckAgentID(agent) != nil {
+			snap.Problems = append(snap.Problems, Problem{key, "not under a valid agent id; ignored"})
+			continue
+		}
+		if steps[agent] == nil {
+			steps[agent] = map[int]map[string]bool{}
+		}
+		if len(parts) == 2 {
+			continue // last_action.json and other per-agent files
+		}
+		step, ok := parseStepName(parts[1])
+		if !ok {
+			snap.Problems = append(snap.Problems, Problem{key, "not inside a numbered step folder; ignored"})
+			continue
+		}
+		if steps[agent][step] == nil {
+			steps[agent][step] = map[string]bool{}
+		}
+		steps[agent][step][parts[2]] = true
+	}
+
+	for _, id := range agentOrder(snap.Info, steps) {
+		a, err := snap.loadAgent(ctx, st, id, steps[id])
+		if err != nil {
+			return nil, err
+		}
+		snap.Agents = append(snap.Agents, a)
+	}
+	return snap, nil
+}
+
+// agentOrder is session.json's agent list when present (agents without files
+// yet are no_action), plus any agent found on disk, else all found, sorted.
+func agentOrder(info *Info, steps map[string]map[int]map[string]bool) []string {
+	var ids []string
+	seen := map[string]bool{}
+	if info != nil {
+		for _, id := range info.Agents {
+			if CheckAgentID(id) == nil && !seen[id] {
+				ids = append(ids, id)
+				seen[id] = true
+			}
+		}
+	}
+	var extra []string
+	for id := range steps {
+		if !seen[id] {
+			extra = append(extra, id)
+		}
+	}
+	sort.Strings(extra)
+	return append(ids, extra...)
+}
+
+func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, steps map[int]map[string]bool) (Agent, error) {
+	a := Agent{Agent: coord.Agent{ID: id}}
+	nums := make([]int, 0, len(steps))
+	for n := range steps {
+		nums = append(nums, n)
+	}
+	sort.Ints(nums)
+	for _, n := range nums {
+		files := steps[n]
+		switch {
+		case files[answerFile]:
+			// A folder with both answer.json and vote.json counts as an answer.
+			var f AnswerFile
+			if err := readJSON(ctx, st, AnswerKey(id, n), &f); err != nil {
+				if err := s.problemOrFail(AnswerKey(id, n), err); err != nil {
+					return a, err
+				}
+				continue
+			}
+			ans := Answer{Agent: id, Step: n, Revision: len(a.Answers) + 1, Text: f.Answer, Timestamp: f.Timestamp}
+			if hasPrefix(files, workspaceDir+"/") {
+				ans.Workspace = WorkspacePrefix(id, n)
+			}
+			a.Answers = append(a.Answers, ans)
+			a.LatestStep, a.LatestAnswerStep, a.AnswerCount = n, n, len(a.Answers)
+			a.LastAction, a.Vote, a.Stop = coord.ActionNewAnswer, nil, nil
+		case files[voteFile]:
+			var f VoteFile
+			v := &coord.Vote{Voter: id, Step: n}
+			if err := readJSON(ctx, st, VoteKey(id, n), &f); err != nil {
+				if err := s.problemOrFail(VoteKey(id, n), err); err != nil {
+					return a, err
+				}
+				v.Invalid = true
+			} else if f.Target == "" {
+				s.Problems = append(s.Problems, Problem{VoteKey(id, n), `no "target"; the vote counts as stale`})
+				v.Invalid = true
+			} else {
+				v.Target, v.Reason, v.SeenSteps = f.Target, f.Reason, f.SeenSteps
+			}
+			a.LatestStep, a.LastAction, a.Vote, a.Stop = n, coord.ActionVote, v, nil
+		case files[stopFile]:
+			var f StopFile
+			if err := readJSON(ctx, st, StopKey(id, n), &f); err != nil {
+				if err := s.problemOrFail(StopKey(id, n), err); err != nil {
+					return a, err
+				}
+				continue
+			}
+			a.LatestStep, a.LastAction, a.Vote = n, coord.ActionStop, nil
+			a.Stop = &coord.Stop{Summary: f.Summary, Status: f.Status, SeenSteps: f.SeenSteps, Step: n}
+		}
+		// A folder without an action file is a step that never finished
+		// (a crash mid-save): it is not a step and will be reused.
+	}
+	return a, nil
+}
+
+func hasPrefix(files map[string]bool, prefix string) bool {
+	for name := range files {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// problemOrFail records a bad file; a store failure (not a bad file) aborts
+// the load, because a partial view would mislead the caller.
+func (s *Snapshot) problemOrFail(key string, err error) error {
+	var bad *badFileError
+	if errors.As(err, &bad) || errors.Is(err, storage.ErrNotFound) {
+		s.problem(key, err)
+		return nil
+	}
+	return fmt.Errorf("read %s: %w", key, err)
+}
+
+func (s *Snapshot) problem(key string, err error) {
+	s.Problems = append(s.Problems, Problem{Key: key, Reason: err.Error()})
+}
+
+// badFileError marks a file that was read but is not valid JSON of its kind.
+type badFileError struct{ err error }
+
+func (e *badFileError) Error() string { return "not valid JSON: " + e.err.Error() }
+func (e *badFileError) Unwrap() error { return e.err }
+
+func readJSON(ctx context.Context, st storage.Store, key string, v any) error {
+	data, err := st.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return &badFileError{err}
+	}
+	return nil
+}
+
+// Include adds agents that have no files yet (no_action), so an external
+// orchestrator can name its whole team before the first step.
+func (s *Snapshot) Include(ids []string) error {
+	for _, id := range ids {
+		if err := CheckAgentID(id); err != nil {
+			return err
+		}
+		if _, ok := s.Agent(id); !ok {
+			s.Agents = append(s.Agents, Agent{Agent: coord.Agent{ID: id}})
+		}
+	}
+	sort.SliceStable(s.Agents, func(i, j int) bool {
+		if s.Info != nil {
+			return false // session.json order stays
+		}
+		return s.Agents[i].ID < s.Agents[j].ID
+	})
+	return nil
+}
