@@ -33,7 +33,7 @@ func main() {
 // run is main without the process: tests call it with their own streams.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(stepAlias(args))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -55,6 +55,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSessionCmd())
+	root.AddCommand(newSessionCmd(), newStepCmd())
 	return root
 }

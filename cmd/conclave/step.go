@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/step"
+	"github.com/conclave-ai/conclave/engine/storage"
+)
+
+// exitNoAction is seed 000's exit code for a step that produced no action.
+const exitNoAction = 2
+
+type stepFlags struct {
+	sessionDir, configPath, criteria, task string
+}
+
+func newStepCmd() *cobra.Command {
+	var f stepFlags
+	cmd := &cobra.Command{
+		Use:   "step --session-dir DIR --config CFG --automation \"task\"",
+		Short: "Run one agent for one step (seed 000's step mode), then exit",
+		Long: "Loads every answer in the session directory, runs the config's single agent\n" +
+			"until it calls new_answer or vote, and writes answer.json (with workspace/) or\n" +
+			"vote.json and last_action.json. Exit 0: an action was taken; 2: the agent\n" +
+			"produced no action; 1: bad input. Also callable as `conclave --step …`.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := runStep(cmd.Context(), f, os.Getenv)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+		},
+	}
+	cmd.Flags().StringVar(&f.sessionDir, "session-dir", "", "session directory, file:// or s3:// URL (required)")
+	cmd.Flags().StringVar(&f.configPath, "config", "", "YAML config with exactly one agent (required)")
+	cmd.Flags().StringVar(&f.criteria, "eval-criteria", "", "JSON file of evaluation criteria (default: the session's eval_criteria.json)")
+	cmd.Flags().StringVar(&f.task, "automation", "", "the task (required)")
+	for _, name := range []string{"session-dir", "config", "automation"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+// stepResult is what `conclave step` prints: one JSON line.
+type stepResult struct {
+	AgentID    string         `json:"agent_id"`
+	Action     string         `json:"action"`
+	StepNumber int            `json:"step_number"`
+	Key        string         `json:"key"`
+	Label      string         `json:"label,omitempty"`
+	VoteTarget string         `json:"vote_target,omitempty"`
+	Workspace  string         `json:"workspace_path,omitempty"`
+	SeenSteps  map[string]int `json:"seen_steps"`
+	Usage      llm.Usage      `json:"usage"`
+}
+
+func runStep(ctx context.Context, f stepFlags, getenv func(string) string) (*stepResult, error) {
+	if strings.TrimSpace(f.task) == "" {
+		return nil, errors.New("--automation is empty: give the task")
+	}
+	cfg, err := config.Load(f.configPath)
+	if err != nil {
+		return nil, err
+	}
+	agent, err := cfg.Single()
+	if err != nil {
+		return nil, err
+	}
+	model, err := step.NewModel(cfg, agent, getenv)
+	if err != nil {
+		return nil, err
+	}
+	st, err := storage.Open(ctx, f.sessionDir)
+	if err != nil {
+		return nil, err
+	}
+	var criteria []string
+	if f.criteria != "" {
+		data, err := os.ReadFile(f.criteria)
+		if err != nil {
+			return nil, fmt.Errorf("read --eval-criteria: %w", err)
+		}
+		if criteria, err = config.ParseCriteria(data, f.criteria); err != nil {
+			return nil, err
+		}
+	}
+	res, err := step.Run(ctx, step.Options{Store: st, Config: cfg, Agent: agent.ID, Task: f.task, EvalCriteria: criteria, Model: model})
+	switch {
+	case errors.Is(err, step.ErrBadInput):
+		return nil, err
+	case err != nil:
+		return nil, &exitError{code: exitNoAction, err: fmt.Errorf("agent %s took no action: %w", agent.ID, err)}
+	}
+	out := res.Outcome
+	return &stepResult{
+		AgentID: agent.ID, Action: string(out.Action), StepNumber: res.Step, Key: res.Saved.Key, Label: res.Label,
+		VoteTarget: out.Target, Workspace: res.Saved.Workspace, SeenSteps: out.SeenSteps, Usage: out.Usage,
+	}, nil
+}
+
+// stepAlias rewrites MassGen's `--step` spelling to the step subcommand, so
+// an orchestrator written for `massgen --step …` can call conclave as is.
+func stepAlias(args []string) []string {
+	for i, a := range args {
+		if a == "--step" {
+			out := append([]string{"step"}, args[:i]...)
+			return append(out, args[i+1:]...)
+		}
+	}
+	return args
+}

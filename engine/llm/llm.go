@@ -1,0 +1,93 @@
+// Package llm is the engine's view of a chat model: a Model interface small
+// enough to fake, an OpenAI-compatible implementation on openai-go, error
+// classification that tells Temporal what to retry, and usage with cost.
+//
+// The types here are plain JSON-serializable values because they are stored
+// verbatim in a step's trace.jsonl, which is also the checkpoint a retried
+// activity resumes from.
+package llm
+
+import "context"
+
+// Message roles, as the chat-completions API spells them.
+const (
+	RoleSystem    = "system"
+	RoleDeveloper = "developer"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one chat message. An assistant message may carry tool calls; a
+// tool message answers one of them through ToolCallID.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
+}
+
+// ToolCall is a function call requested by the model. Arguments is the raw
+// JSON text the model produced; it may be invalid and is validated by the
+// tool, so that the model can be told what was wrong.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a function the model may call; Parameters is a JSON Schema object.
+type Tool struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Parameters  map[string]any `json:"parameters,omitempty"`
+}
+
+// Request is one model call. An empty Model uses the implementation's default.
+type Request struct {
+	Model       string    `json:"model,omitempty"`
+	Messages    []Message `json:"messages"`
+	Tools       []Tool    `json:"tools,omitempty"`
+	Temperature *float64  `json:"temperature,omitempty"`
+	MaxTokens   *int64    `json:"max_tokens,omitempty"`
+	// OnChunk, when set, is called for every streamed chunk so that a long
+	// generation can heartbeat its activity. It belongs to the call, not the
+	// model, because one Model may serve many activities at once.
+	OnChunk func() `json:"-"`
+}
+
+// Usage is what one or more calls consumed. CostUSD is 0 when the model has
+// no configured price.
+type Usage struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// Add returns the sum of two usages, for totals over a step or a session.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:  u.InputTokens + o.InputTokens,
+		OutputTokens: u.OutputTokens + o.OutputTokens,
+		CostUSD:      u.CostUSD + o.CostUSD,
+	}
+}
+
+// Response is the assistant's message with what it cost. FinishReason is the
+// server's ("stop", "tool_calls", "length", …).
+type Response struct {
+	Message      Message `json:"message"`
+	Usage        Usage   `json:"usage"`
+	FinishReason string  `json:"finish_reason"`
+	// Model is the model the server says answered, which may be more
+	// specific than the one requested.
+	Model string `json:"model,omitempty"`
+}
+
+// Model completes a conversation. Implementations return *Error for failures
+// a caller may act on (see IsRetryable) and the context's error when the
+// context ends.
+type Model interface {
+	Complete(ctx context.Context, req Request) (Response, error)
+}

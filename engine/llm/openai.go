@@ -1,0 +1,178 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// DefaultBaseURL is OpenAI's API root, used when Config.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// DefaultAPIKeyEnv is read for OpenAI itself when Config.APIKeyEnv is empty.
+const DefaultAPIKeyEnv = "OPENAI_API_KEY"
+
+// placeholderKey is sent to endpoints that need no key (Ollama, llama.cpp):
+// some of them still reject a request without an Authorization header.
+const placeholderKey = "no-key"
+
+// Config says how to reach one model. It holds the name of the variable with
+// the key, never the key, so it can be logged and stored.
+type Config struct {
+	// Model is the default model name for requests that name none.
+	Model string `json:"model"`
+	// BaseURL is the API root of any OpenAI-compatible server; empty is OpenAI.
+	BaseURL string `json:"base_url,omitempty"`
+	// APIKeyEnv names the environment variable holding the key.
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// Prices gives per-model prices for CostUSD.
+	Prices Prices `json:"prices,omitempty"`
+	// HTTPClient replaces the default client (tests, proxies).
+	HTTPClient *http.Client `json:"-"`
+}
+
+// OpenAI is a Model on any OpenAI-compatible chat-completions endpoint. It
+// always streams, so that a long generation can heartbeat and a lost
+// connection is noticed, and it makes exactly one HTTP request per call:
+// retrying is the caller's (Temporal's) job.
+type OpenAI struct {
+	model   string
+	baseURL string
+	keyEnv  string
+	// noKey: the placeholder is being sent, so a 401 means "set a key", not
+	// "the key is wrong".
+	noKey  bool
+	prices Prices
+	// maxCompletionTokens: OpenAI wants max_completion_tokens (its reasoning
+	// models reject max_tokens), while many compatible servers only know
+	// max_tokens.
+	maxCompletionTokens bool
+	svc                 openai.ChatCompletionService
+	// redact removes the key from server-provided text. The key lives only in
+	// this closure and in the client's options, never in a field that could
+	// be printed or serialized.
+	redact func(string) string
+}
+
+// New builds an OpenAI model from cfg and the key itself. An empty key sends
+// a placeholder (for local servers).
+func New(cfg Config, apiKey string) (*OpenAI, error) {
+	if cfg.Model == "" {
+		return nil, fmt.Errorf("llm: no model configured: set model for this agent's backend")
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("llm: base_url %q is not an http(s) URL: use e.g. http://localhost:11434/v1", cfg.BaseURL)
+	}
+	httpClient := cfg.HTTPClient
+	if httpClient == nil {
+		httpClient = defaultHTTPClient()
+	}
+	key := apiKey
+	if key == "" {
+		key = placeholderKey
+	}
+	redact := func(s string) string { return s }
+	if len(apiKey) >= 6 {
+		redact = func(s string) string { return strings.ReplaceAll(s, apiKey, "[redacted]") }
+	}
+	return &OpenAI{
+		model:               cfg.Model,
+		baseURL:             base,
+		keyEnv:              cfg.APIKeyEnv,
+		noKey:               apiKey == "",
+		prices:              cfg.Prices,
+		maxCompletionTokens: u.Host == "api.openai.com",
+		// The service is built directly, not through openai.NewClient, so
+		// ambient OPENAI_* variables (base URL, organization, custom headers)
+		// cannot redirect or decorate a request the config describes.
+		svc: openai.NewChatCompletionService(
+			option.WithBaseURL(base),
+			option.WithAPIKey(key),
+			option.WithHTTPClient(httpClient),
+			option.WithMaxRetries(0),
+		),
+		redact: redact,
+	}, nil
+}
+
+// NewFromEnv builds an OpenAI model reading the key through getenv (os.Getenv
+// in production) from the variable cfg names. OpenAI itself without a key is
+// an error naming the variable; a base_url elsewhere may need no key.
+func NewFromEnv(cfg Config, getenv func(string) string) (*OpenAI, error) {
+	openAIHost := cfg.BaseURL == "" || strings.Contains(cfg.BaseURL, "://api.openai.com")
+	if cfg.APIKeyEnv == "" && openAIHost {
+		cfg.APIKeyEnv = DefaultAPIKeyEnv
+	}
+	key := ""
+	if cfg.APIKeyEnv != "" {
+		key = strings.TrimSpace(getenv(cfg.APIKeyEnv))
+	}
+	if key == "" && openAIHost {
+		return nil, fmt.Errorf("llm: no API key for model %q: environment variable %s is empty or unset; export the key there, or set base_url to a local endpoint that needs none",
+			cfg.Model, cfg.APIKeyEnv)
+	}
+	return New(cfg, key)
+}
+
+// defaultHTTPClient bounds the wait for response headers, as the SDK's own
+// default does, so a server that accepts and never answers fails instead of
+// hanging; the streamed body itself is unbounded.
+func defaultHTTPClient() *http.Client {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return &http.Client{}
+	}
+	t = t.Clone()
+	t.ResponseHeaderTimeout = 10 * time.Minute
+	return &http.Client{Transport: t}
+}
+
+// Complete streams one completion and accumulates it into a Response.
+func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
+	model := req.Model
+	if model == "" {
+		model = m.model
+	}
+	params, err := m.params(model, req)
+	if err != nil {
+		return Response{}, err
+	}
+	var res *http.Response
+	stream := m.svc.NewStreaming(ctx, params, option.WithResponseInto(&res))
+	defer func() { _ = stream.Close() }()
+
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		if !acc.AddChunk(stream.Current()) {
+			return Response{}, &Error{Cause: fmt.Sprintf("%s sent a stream chunk that does not fit the answer so far: the server is not OpenAI-compatible enough", m.baseURL)}
+		}
+		if req.OnChunk != nil {
+			req.OnChunk()
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return Response{}, m.classify(ctx, err, res, model)
+	}
+	if err := ctx.Err(); err != nil {
+		return Response{}, err
+	}
+	// A stream may end cleanly at the TCP level and still be cut short (a
+	// proxy closing at a chunk boundary): without a finish reason the answer
+	// is incomplete, and asking again is the fix.
+	if len(acc.Choices) == 0 || acc.Choices[0].FinishReason == "" {
+		return Response{}, &Error{Retryable: true,
+			Cause: fmt.Sprintf("the stream from %s ended before the model finished its answer", m.baseURL)}
+	}
+	return m.response(model, &acc), nil
+}

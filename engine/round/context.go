@@ -1,0 +1,150 @@
+package round
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// The context follows MassGen's format so that a model sees what it would
+// see there: the task in ORIGINAL MESSAGE tags, answers in CURRENT ANSWERS
+// tags under anonymous labels, and a binary decision to make.
+
+const votingSystem = `You are evaluating answers from multiple agents for the final response to a message. Different agents may have different tools and capabilities.
+Does the best CURRENT ANSWER address the ORIGINAL MESSAGE well?
+If YES, use the ` + "`vote`" + ` tool to record your vote for the agent whose answer is best (your own answers are listed anonymously among them) and do not call ` + "`new_answer`" + `.
+Otherwise, digest the existing answers, combine their strengths, do additional work to address their weaknesses, then use the ` + "`new_answer`" + ` tool to record a better answer to the ORIGINAL MESSAGE.
+Always finish by calling exactly one of these tools.`
+
+const voteOnlySystem = `You are evaluating answers from multiple agents for the final response to a message.
+You can no longer submit new answers. Use the ` + "`vote`" + ` tool to record your vote for the agent whose CURRENT ANSWER best addresses the ORIGINAL MESSAGE.`
+
+const decompositionSystem = `You are one of several agents who each own a part of a larger task. Work on YOUR SUBTASK, taking the other agents' current work into account.
+When your part has improved, record it with the ` + "`new_answer`" + ` tool. When your part is finished (or you are blocked), call the ` + "`stop`" + ` tool with a summary and status complete or blocked.
+Always finish by calling exactly one of these tools.`
+
+const presentSystem = `You were selected to present the final answer to the ORIGINAL MESSAGE, after the agents voted.
+Write the complete final answer and record it with the ` + "`new_answer`" + ` tool.`
+
+func systemMessage(in *Input) string {
+	var b strings.Builder
+	if s := strings.TrimSpace(in.SystemMessage); s != "" {
+		b.WriteString(s)
+		b.WriteString("\n\n")
+	}
+	switch in.Mode {
+	case ModeVoteOnly:
+		b.WriteString(voteOnlySystem)
+	case ModeDecomposition:
+		b.WriteString(decompositionSystem)
+	case ModePresent:
+		b.WriteString(presentSystem)
+	default:
+		b.WriteString(votingSystem)
+	}
+	if in.Workspace != nil {
+		b.WriteString("\n\nYou have a workspace for files: use list_files, read_file and write_file with paths relative to it. " +
+			"Files delivered with other answers are readable under peers/<agent>/ (for example peers/agent2/). " +
+			"Files you write are delivered with your next answer.")
+	}
+	return b.String()
+}
+
+func userMessage(in *Input) string {
+	var b strings.Builder
+	b.WriteString("<ORIGINAL MESSAGE>\n")
+	b.WriteString(in.Task)
+	b.WriteString("\n<END OF ORIGINAL MESSAGE>\n\n")
+	if in.Mode == ModeDecomposition && in.Subtask != "" {
+		fmt.Fprintf(&b, "<YOUR SUBTASK>\n%s\n<END OF YOUR SUBTASK>\n\n", in.Subtask)
+	}
+	b.WriteString(answersBlock(in.Answers))
+	if len(in.EvalCriteria) > 0 {
+		b.WriteString("\n<EVALUATION CRITERIA>\n")
+		for _, c := range in.EvalCriteria {
+			fmt.Fprintf(&b, "- %s\n", c)
+		}
+		b.WriteString("<END OF EVALUATION CRITERIA>\n")
+	}
+	if len(in.Human) > 0 {
+		b.WriteString("\nInput from the user during this session:\n")
+		for _, h := range in.Human {
+			fmt.Fprintf(&b, "- %s\n", h)
+		}
+	}
+	if len(in.Tally) > 0 {
+		b.WriteString("\nThe previous vote was split: ")
+		b.WriteString(formatTally(in.Tally))
+		b.WriteString(". Vote again for the answer you find best; a clear majority ends the discussion.\n")
+	}
+	if in.Mode == ModePresent && in.Synthesize {
+		b.WriteString("\nCombine the strongest parts of all CURRENT ANSWERS into one final answer.\n")
+	}
+	return b.String()
+}
+
+func answersBlock(answers []Answer) string {
+	if len(answers) == 0 {
+		return "<CURRENT ANSWERS from the agents>\n(no answers available yet)\n<END OF CURRENT ANSWERS>\n"
+	}
+	sorted := append([]Answer(nil), answers...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Label < sorted[j].Label })
+	var b strings.Builder
+	b.WriteString("<CURRENT ANSWERS from the agents>\n")
+	for _, a := range sorted {
+		fmt.Fprintf(&b, "<%s> %s <end of %s>\n", a.Label, a.Text, a.Label)
+	}
+	b.WriteString("<END OF CURRENT ANSWERS>\n")
+	return b.String()
+}
+
+func formatTally(t map[string]int) string {
+	keys := make([]string, 0, len(t))
+	for k := range t {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, t[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// updateMessage tells the agent what changed since it started, as label
+// changes (agent1.1 -> agent1.2) followed by the new texts.
+func updateMessage(old map[string]Answer, fresh []Answer, human []string) string {
+	var b strings.Builder
+	b.WriteString("<UPDATE>\n")
+	if len(fresh) > 0 {
+		b.WriteString("New answers arrived while you were working:\n")
+		for _, a := range fresh {
+			anon := anonOf(a.Label)
+			if prev, ok := old[anon]; ok {
+				fmt.Fprintf(&b, "%s -> %s\n", prev.Label, a.Label)
+			} else {
+				fmt.Fprintf(&b, "new: %s\n", a.Label)
+			}
+		}
+		for _, a := range fresh {
+			fmt.Fprintf(&b, "<%s> %s <end of %s>\n", a.Label, a.Text, a.Label)
+		}
+		b.WriteString("Take them into account before you finish; votes refer to the latest answers.\n")
+	}
+	if len(human) > 0 {
+		b.WriteString("Input from the user:\n")
+		for _, h := range human {
+			fmt.Fprintf(&b, "- %s\n", h)
+		}
+	}
+	b.WriteString("<END OF UPDATE>")
+	return b.String()
+}
+
+// anonOf turns a label (agent2.3) into its anonymous id (agent2).
+func anonOf(label string) string {
+	if i := strings.IndexByte(label, '.'); i >= 0 {
+		return label[:i]
+	}
+	return label
+}

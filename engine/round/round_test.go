@@ -1,0 +1,357 @@
+package round
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/tools"
+	"github.com/conclave-ai/conclave/internal/llmtest"
+)
+
+var team = []string{"agent_a", "agent_b", "agent_c"} // anonymous agent1..agent3
+
+// fakeInbox serves answers and human input as a workflow or session would.
+type fakeInbox struct {
+	mu      sync.Mutex
+	answers []Answer
+	human   []string
+}
+
+func (f *fakeInbox) Unseen(_ context.Context, seen map[string]int, humanSeen int) (Update, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var u Update
+	for _, a := range f.answers {
+		if a.Step > seen[a.Agent] {
+			u.Answers = append(u.Answers, a)
+		}
+	}
+	if humanSeen < len(f.human) {
+		u.Human = append(u.Human, f.human[humanSeen:]...)
+	}
+	return u, nil
+}
+
+func (f *fakeInbox) add(a Answer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, a)
+}
+
+func input(t *testing.T, srv *llmtest.Server, agent string, answers ...Answer) Input {
+	t.Helper()
+	return Input{
+		Agent: agent, Agents: team, Task: "Create a website about the Beatles.",
+		Answers: answers, HasAnswered: true, Model: newModel(t, srv), ModelName: "test-model",
+		MaxMidstreamInjections: 2,
+	}
+}
+
+var (
+	ansA = Answer{Agent: "agent_a", Label: "agent1.1", Step: 1, Text: "A's page"}
+	ansB = Answer{Agent: "agent_b", Label: "agent2.1", Step: 1, Text: "B's page"}
+)
+
+func TestFirstAnswer(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Call("new_answer", `{"content":"Beatles page v1"}`))
+	in := input(t, srv, "agent_a")
+	in.HasAnswered = false
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, coord.ActionNewAnswer, out.Action)
+	require.Equal(t, "Beatles page v1", out.Answer)
+	require.Empty(t, out.SeenSteps)
+	require.Equal(t, 1, out.Turns)
+	require.Positive(t, out.Usage.InputTokens)
+
+	req := srv.Requests()[0]
+	require.Contains(t, req.Messages[1].Content, "<ORIGINAL MESSAGE>\nCreate a website about the Beatles.\n<END OF ORIGINAL MESSAGE>")
+	require.Contains(t, req.Messages[1].Content, "(no answers available yet)")
+	require.True(t, req.HasTool("new_answer"))
+	require.False(t, req.HasTool("vote"), "no vote without answers")
+}
+
+func TestVoteForPeerResolvesRealIDAndStaysAnonymous(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Call("vote", `{"agent_id":"agent2","reason":"more complete"}`))
+	out, err := Run(context.Background(), input(t, srv, "agent_a", ansA, ansB))
+	require.NoError(t, err)
+	require.Equal(t, coord.ActionVote, out.Action)
+	require.Equal(t, "agent_b", out.Target)
+	require.Equal(t, "more complete", out.Reason)
+	require.Equal(t, map[string]int{"agent_a": 1, "agent_b": 1}, out.SeenSteps)
+
+	req := srv.Requests()[0]
+	body := string(req.Body)
+	require.Contains(t, body, "<agent1.1> A's page <end of agent1.1>")
+	require.Contains(t, body, "<agent2.1> B's page <end of agent2.1>")
+	for _, id := range team {
+		require.NotContains(t, body, id, "real ids never reach the model")
+	}
+	require.NotContains(t, body, "test-model\\u003e") // model name only as the API field
+}
+
+func TestVoteByLabel(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Call("vote", `{"agent_id":"agent1.1","reason":"mine is fine"}`))
+	out, err := Run(context.Background(), input(t, srv, "agent_a", ansA, ansB))
+	require.NoError(t, err)
+	require.Equal(t, "agent_a", out.Target, "a self-vote by label")
+}
+
+func TestUnknownVoteTargetThenValid(t *testing.T) {
+	srv := llmtest.Start(t,
+		llmtest.Call("vote", `{"agent_id":"agent3","reason":"x"}`).Once(), // agent_c has no answer
+		llmtest.Call("vote", `{"agent_id":"agent2","reason":"ok"}`),
+	)
+	out, err := Run(context.Background(), input(t, srv, "agent_a", ansA, ansB))
+	require.NoError(t, err)
+	require.Equal(t, "agent_b", out.Target)
+	require.Equal(t, 1, out.Transcript.Attempts)
+	require.Equal(t, []string{ReasonUnknownVoteTarget}, out.Transcript.Reasons)
+	second := srv.Requests()[1]
+	require.Equal(t, "tool", second.Last().Role)
+	require.Contains(t, second.Last().Content, "agent1, agent2")
+}
+
+func TestVoteAndAnswerTogetherRejected(t *testing.T) {
+	srv := llmtest.Start(t,
+		llmtest.Calls(
+			llmtest.ToolCall{ID: "c1", Name: "vote", Arguments: `{"agent_id":"agent2","reason":"r"}`},
+			llmtest.ToolCall{ID: "c2", Name: "new_answer", Arguments: `{"content":"new"}`},
+		).Once(),
+		llmtest.Call("new_answer", `{"content":"better page"}`),
+	)
+	out, err := Run(context.Background(), input(t, srv, "agent_a", ansA, ansB))
+	require.NoError(t, err)
+	require.Equal(t, coord.ActionNewAnswer, out.Action)
+	require.Equal(t, []string{ReasonMixedActions}, out.Transcript.Reasons)
+	second := srv.Requests()[1]
+	var toolMsgs int
+	for _, m := range second.Messages {
+		if m.Role == "tool" {
+			toolMsgs++
+			require.Contains(t, m.Content, "exactly one workflow tool")
+		}
+	}
+	require.Equal(t, 2, toolMsgs, "every tool call gets its answer")
+}
+
+func TestPlainTextThenToolCall(t *testing.T) {
+	srv := llmtest.Start(t,
+		llmtest.Text("I think B is best.").Once(),
+		llmtest.Call("vote", `{"agent_id":"agent2","reason":"best"}`),
+	)
+	out, err := Run(context.Background(), input(t, srv, "agent_a", ansA, ansB))
+	require.NoError(t, err)
+	require.Equal(t, "agent_b", out.Target)
+	require.Equal(t, []string{ReasonNoWorkflowTool}, out.Transcript.Reasons)
+	require.Contains(t, srv.Requests()[1].Last().Content, "did not call a workflow tool")
+}
+
+func TestThreeBadRepliesFail(t *testing.T) {
+	srv := llmtest.Start(t,
+		llmtest.Text("hmm").Once(),
+		llmtest.Call("vote", `{"agent_id":"agent9","reason":"x"}`).Once(),
+		llmtest.Call("new_answer", `{"content":"A's page"}`).Once(), // duplicate of agent1.1
+		llmtest.Call("new_answer", `{"content":"never reached"}`),
+	)
+	_, err := Run(context.Background(), input(t, srv, "agent_a", ansA, ansB))
+	var ee *EnforcementError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 3, ee.Attempts)
+	require.Equal(t, []string{ReasonNoWorkflowTool, ReasonUnknownVoteTarget, ReasonDuplicateAnswer}, ee.Reasons)
+	require.Equal(t, 3, srv.Count())
+}
+
+func TestAnswerLimitInVoteOnlyMode(t *testing.T) {
+	srv := llmtest.Start(t,
+		llmtest.Call("new_answer", `{"content":"one more"}`).Once(),
+		llmtest.Call("vote", `{"agent_id":"agent1","reason":"fine"}`),
+	)
+	in := input(t, srv, "agent_a", ansA, ansB)
+	in.Mode = ModeVoteOnly
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, []string{ReasonAnswerLimit}, out.Transcript.Reasons)
+	first := srv.Requests()[0]
+	require.False(t, first.HasTool("new_answer"))
+	require.True(t, first.HasTool("vote"))
+}
+
+func TestInjectedPeerAnswerMidStep(t *testing.T) {
+	inbox := &fakeInbox{}
+	srv := llmtest.Start(t,
+		llmtest.Func(func(r llmtest.Request) llmtest.Reply {
+			// While the agent works, agent_b answers again.
+			inbox.add(Answer{Agent: "agent_b", Label: "agent2.2", Step: 2, Text: "B's page v2"})
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "w1", Name: "write_file", Arguments: `{"path":"notes.md","content":"draft"}`}}}
+		}).Once(),
+		llmtest.Call("vote", `{"agent_id":"agent2.2","reason":"v2 is better"}`).IfContains("agent2.1 -> agent2.2"),
+	)
+	in := input(t, srv, "agent_a", ansA, ansB)
+	in.Inbox = inbox
+	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, "agent_b", out.Target)
+	require.Equal(t, map[string]int{"agent_a": 1, "agent_b": 2}, out.SeenSteps)
+	second := srv.Requests()[1]
+	require.Contains(t, second.Last().Content, "<agent2.2> B's page v2 <end of agent2.2>")
+	require.Equal(t, 1, out.Transcript.Injections)
+	data, err := os.ReadFile(filepath.Join(in.Workspace.Dir, "notes.md"))
+	require.NoError(t, err)
+	require.Equal(t, "draft", string(data))
+}
+
+func TestNoPeerInjectionBeforeFirstAnswer(t *testing.T) {
+	inbox := &fakeInbox{human: []string{"Use a dark theme."}}
+	inbox.add(Answer{Agent: "agent_b", Label: "agent2.2", Step: 2, Text: "B's page v2"})
+	srv := llmtest.Start(t,
+		llmtest.Text("thinking").Once(),
+		llmtest.Call("new_answer", `{"content":"my own page"}`),
+	)
+	in := input(t, srv, "agent_a", ansB)
+	in.HasAnswered = false
+	in.Inbox = inbox
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"agent_b": 1}, out.SeenSteps, "the deferred answer is not seen")
+	second := string(srv.Requests()[1].Body)
+	require.NotContains(t, second, "B's page v2")
+	require.Contains(t, second, "Use a dark theme.", "human input is not deferred")
+	require.Equal(t, 0, out.Transcript.Injections)
+}
+
+func TestInjectionCap(t *testing.T) {
+	inbox := &fakeInbox{}
+	step := 1
+	srv := llmtest.Start(t,
+		llmtest.Func(func(r llmtest.Request) llmtest.Reply {
+			step++
+			inbox.add(Answer{Agent: "agent_b", Label: fmt.Sprintf("agent2.%d", step), Step: step, Text: fmt.Sprintf("B v%d", step)})
+			return llmtest.Reply{Text: "still working"}
+		}).Times(3),
+		llmtest.Call("vote", `{"agent_id":"agent2","reason":"ok"}`),
+	)
+	in := input(t, srv, "agent_a", ansA, ansB)
+	in.Inbox = inbox
+	in.MaxMidstreamInjections = 1
+	in.MaxAttempts = 5
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, 1, out.Transcript.Injections)
+	require.Equal(t, 2, out.SeenSteps["agent_b"], "only the first update was delivered")
+}
+
+func TestResumeDoesNotRepeatModelCalls(t *testing.T) {
+	var last *Transcript
+	checkpoint := func(_ context.Context, tr *Transcript) error {
+		data, err := tr.MarshalJSONL()
+		if err != nil {
+			return err
+		}
+		last, err = ParseTranscript(data) // what a worker would store and reload
+		return err
+	}
+	srv := llmtest.Start(t,
+		llmtest.Call("write_file", `{"path":"site/index.html","content":"<h1>Beatles</h1>"}`).Once(),
+		llmtest.Fail(500, "server exploded").Once(),
+		llmtest.Call("new_answer", `{"content":"page at site/index.html"}`).IfContains("site/index.html"),
+	)
+	in := input(t, srv, "agent_a", ansA, ansB)
+	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
+	in.Checkpoint = checkpoint
+	_, err := Run(context.Background(), in)
+	require.Error(t, err)
+	require.True(t, llm.IsRetryable(err))
+	require.NotNil(t, last)
+	require.Equal(t, 1, last.Turns)
+
+	// A new worker: fresh workspace, same transcript.
+	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
+	in.Resume = last
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, coord.ActionNewAnswer, out.Action)
+	require.Equal(t, 2, out.Turns)
+	require.Equal(t, 3, srv.Count(), "turn 1 once, the failed turn 2, turn 2 again")
+	firstTurns := 0
+	for _, r := range srv.Requests() {
+		if r.Last().Role == "user" && strings.Contains(r.Last().Content, "<ORIGINAL MESSAGE>") {
+			firstTurns++
+		}
+	}
+	require.Equal(t, 1, firstTurns, "the completed first call is never repeated")
+	data, err := os.ReadFile(filepath.Join(in.Workspace.Dir, "site/index.html"))
+	require.NoError(t, err, "the workspace is rebuilt from the transcript")
+	require.Equal(t, "<h1>Beatles</h1>", string(data))
+}
+
+func TestModelErrorsPassThrough(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Fail(401, "invalid api key"))
+	_, err := Run(context.Background(), input(t, srv, "agent_a", ansA))
+	require.Error(t, err)
+	require.False(t, llm.IsRetryable(err))
+	var ee *EnforcementError
+	require.False(t, errors.As(err, &ee))
+}
+
+func TestDecompositionStop(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Call("stop", `{"summary":"header done","status":"complete"}`))
+	in := input(t, srv, "agent_a", ansA)
+	in.Mode = ModeDecomposition
+	in.Subtask = "Write the header."
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, coord.ActionStop, out.Action)
+	require.Equal(t, "complete", out.StopStatus)
+	require.Contains(t, srv.Requests()[0].Messages[1].Content, "<YOUR SUBTASK>\nWrite the header.")
+}
+
+func TestBadInput(t *testing.T) {
+	srv := llmtest.Start(t)
+	cases := map[string]func(*Input){
+		"no model":        func(in *Input) { in.Model = nil },
+		"empty task":      func(in *Input) { in.Task = "  " },
+		"unknown agent":   func(in *Input) { in.Agent = "agent_z" },
+		"unknown mode":    func(in *Input) { in.Mode = "chaos" },
+		"vote-only blind": func(in *Input) { in.Mode = ModeVoteOnly; in.Answers = nil },
+	}
+	for name, mut := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := input(t, srv, "agent_a", ansA)
+			mut(&in)
+			_, err := Run(context.Background(), in)
+			require.Error(t, err)
+		})
+	}
+	require.Zero(t, srv.Count())
+}
+
+func TestTranscriptRoundTrip(t *testing.T) {
+	tr := &Transcript{SeenSteps: map[string]int{"agent_a": 2}, Turns: 3, Messages: []llm.Message{
+		{Role: "system", Content: "s"},
+		{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "1", Name: "vote", Arguments: `{"agent_id":"agent1"}`}}},
+	}}
+	data, err := tr.MarshalJSONL()
+	require.NoError(t, err)
+	require.Equal(t, 3, strings.Count(string(data), "\n"))
+	back, err := ParseTranscript(data)
+	require.NoError(t, err)
+	require.Equal(t, tr.Messages, back.Messages)
+	require.Equal(t, 3, back.Turns)
+
+	for _, bad := range []string{"", "{\"kind\":\"message\",\"message\":{}}\n", "{\"kind\":\"state\",\"state\":{}}\nnot json\n"} {
+		_, err := ParseTranscript([]byte(bad))
+		require.Error(t, err, bad)
+	}
+}

@@ -1,0 +1,161 @@
+// Package round is Conclave's per-agent round engine: one call runs one agent
+// for one step — build the context, loop model → tools, enforce the workflow
+// contract — and ends in exactly one workflow action (new_answer, vote or
+// stop). It knows nothing of Temporal: step mode calls it directly and the
+// AgentStep activity wraps it unchanged.
+package round
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/tools"
+)
+
+// Mode selects the workflow tools a step offers.
+type Mode string
+
+// Step modes.
+const (
+	// ModeVoting offers new_answer and vote (vote once any answer exists).
+	ModeVoting Mode = "voting"
+	// ModeVoteOnly offers vote alone: the agent hit an answer limit.
+	ModeVoteOnly Mode = "vote_only"
+	// ModeDecomposition offers new_answer and stop.
+	ModeDecomposition Mode = "decomposition"
+	// ModePresent offers new_answer alone: the final presentation.
+	ModePresent Mode = "present"
+)
+
+// Answer is an agent's answer as the engine shows it. Agent is the real id,
+// which never reaches the model; the model sees Label.
+type Answer struct {
+	Agent string `json:"agent"`
+	Label string `json:"label"` // agentN.M
+	Step  int    `json:"step"`
+	Text  string `json:"text,omitempty"`
+	// Workspace is a local directory holding the files delivered with the
+	// answer; the running agent can read it under peers/agentN/.
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// Update is what arrived since an agent last looked.
+type Update struct {
+	Answers []Answer // the newest answer of each agent that has a newer one
+	Human   []string // runtime human input, in arrival order
+}
+
+// Inbox supplies unseen peer answers and human input at safe points. It is
+// asked with what the agent has seen so far, so it keeps no per-agent state
+// and a resumed step asks exactly the same question.
+type Inbox interface {
+	Unseen(ctx context.Context, seen map[string]int, humanSeen int) (Update, error)
+}
+
+// Input is everything one step needs.
+type Input struct {
+	Agent         string   // real id of the running agent
+	Agents        []string // every agent of the session, for anonymous ids
+	Task          string
+	SystemMessage string
+	EvalCriteria  []string
+	Subtask       string // decomposition mode: this agent's part
+	// Answers holds the latest answer of every agent that has one when the
+	// step starts, the running agent's own included (seen anonymized alike).
+	Answers []Answer
+	// HasAnswered is true when the agent already has an answer of its own;
+	// until then peer updates are deferred (first-answer protection).
+	HasAnswered bool
+	Mode        Mode
+	// Tally, on a re-vote, is the split tally (anonymous id → votes).
+	Tally map[string]int
+	// Synthesize asks the presenter to combine answers rather than restate
+	// the winner's.
+	Synthesize bool
+
+	Model       llm.Model
+	ModelName   string
+	Temperature *float64
+	MaxTokens   *int64
+
+	Workspace *tools.Workspace // nil: no workspace tools
+	Inbox     Inbox            // nil: no injection
+
+	DisableInjection bool
+	// MaxMidstreamInjections caps peer-answer updates per step (0: none).
+	MaxMidstreamInjections int
+	MaxAttempts            int // enforcement attempts; default 3
+	MaxTurns               int // model calls per step; default 30
+
+	// Human is runtime human input that arrived before the step started; it
+	// goes into the first user message.
+	Human []string
+	// Tag names the launch that owns the transcript; a transcript with
+	// another tag is never resumed.
+	Tag string
+
+	// OnChunk is called for every streamed chunk, so a long generation can
+	// heartbeat its activity.
+	OnChunk func()
+
+	// Checkpoint is called after every model turn and every injection with
+	// the whole transcript; Resume restarts from one.
+	Checkpoint func(ctx context.Context, t *Transcript) error
+	Resume     *Transcript
+}
+
+// Outcome is the workflow action a step ended in.
+type Outcome struct {
+	Action coord.Action `json:"action"`
+	Answer string       `json:"answer,omitempty"`
+	// Target is the real id voted for; TargetLabel what the model named.
+	Target      string         `json:"target,omitempty"`
+	TargetLabel string         `json:"target_label,omitempty"`
+	Reason      string         `json:"reason,omitempty"`
+	Summary     string         `json:"summary,omitempty"`
+	StopStatus  string         `json:"stop_status,omitempty"`
+	SeenSteps   map[string]int `json:"seen_steps"`
+	Usage       llm.Usage      `json:"usage"`
+	Turns       int            `json:"turns"`
+	Transcript  *Transcript    `json:"-"`
+}
+
+// Reason codes of enforcement failures, stable for logs and tests.
+const (
+	ReasonNoWorkflowTool     = "no_workflow_tool"
+	ReasonMixedActions       = "mixed_vote_and_answer"
+	ReasonMultipleActions    = "multiple_workflow_calls"
+	ReasonUnavailableTool    = "unavailable_tool"
+	ReasonInvalidArguments   = "invalid_arguments"
+	ReasonVoteWithoutAnswers = "vote_without_answers"
+	ReasonUnknownVoteTarget  = "unknown_vote_target"
+	ReasonAnswerLimit        = "answer_limit"
+	ReasonDuplicateAnswer    = "duplicate_answer"
+)
+
+// EnforcementError means the model did not produce a valid workflow action
+// within the allowed attempts. Retrying the same step rarely helps, so the
+// activity treats it as non-retryable.
+type EnforcementError struct {
+	Agent    string
+	Attempts int
+	Reasons  []string
+}
+
+func (e *EnforcementError) Error() string {
+	return fmt.Sprintf("agent %s produced no valid workflow action in %d attempts (%s)",
+		e.Agent, e.Attempts, strings.Join(e.Reasons, ", "))
+}
+
+// TurnLimitError means the agent kept calling tools without finishing.
+type TurnLimitError struct {
+	Agent string
+	Turns int
+}
+
+func (e *TurnLimitError) Error() string {
+	return fmt.Sprintf("agent %s used all %d model turns without a workflow action", e.Agent, e.Turns)
+}

@@ -1,0 +1,162 @@
+package step
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/round"
+	"github.com/conclave-ai/conclave/engine/session"
+	"github.com/conclave-ai/conclave/engine/storage"
+)
+
+// Final answer keys.
+const (
+	FinalAnswerKey    = session.FinalPrefix + "answer.json"
+	FinalMarkdownKey  = session.FinalPrefix + "answer.md"
+	FinalWorkspaceKey = session.FinalPrefix + "workspace/"
+	finalTraceKey     = session.FinalPrefix + "trace.jsonl"
+)
+
+// FinalAnswer is final/answer.json.
+type FinalAnswer struct {
+	AgentID   string `json:"agent_id"`
+	Label     string `json:"label"` // agentN.final
+	Answer    string `json:"answer"`
+	Strategy  string `json:"strategy"`
+	Source    string `json:"source"` // the stored answer it started from (agentN.M)
+	Timestamp string `json:"timestamp"`
+}
+
+// PresentOptions describe the final presentation.
+type PresentOptions struct {
+	Store     storage.Store
+	Config    *config.Config
+	Presenter string
+	Task      string
+	// Strategy winner_present and synthesize run the presenter's model;
+	// winner_reuse copies its latest stored answer (also the timeout path).
+	Strategy     config.FinalAnswerStrategy
+	EvalCriteria []string
+	Model        llm.Model // unused for winner_reuse
+	Tag          string
+	OnCheckpoint func(turns int)
+	Now          func() time.Time
+}
+
+// Present writes final/answer.json, final/answer.md and final/workspace/.
+func Present(ctx context.Context, o PresentOptions) (*FinalAnswer, llm.Usage, error) {
+	var usage llm.Usage
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	snap, err := session.Load(ctx, o.Store)
+	if err != nil {
+		return nil, usage, err
+	}
+	if err := snap.Include(o.Config.AgentIDs()); err != nil {
+		return nil, usage, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	presenter, ok := snap.Agent(o.Presenter)
+	if !ok {
+		return nil, usage, fmt.Errorf("%w: presenter %q is not an agent of the session", ErrBadInput, o.Presenter)
+	}
+	anon := coord.AnonymousIDs(agentIDs(snap))
+	latest := presenter.Latest()
+	if latest == nil && o.Strategy != config.FinalSynthesize {
+		return nil, usage, fmt.Errorf("%w: presenter %s has no answer to present", ErrBadInput, o.Presenter)
+	}
+	final := &FinalAnswer{AgentID: o.Presenter, Label: coord.FinalLabel(anon[o.Presenter]), Strategy: string(o.Strategy)}
+	if latest != nil {
+		final.Source = coord.Label(anon[o.Presenter], latest.Revision)
+		final.Answer = latest.Text
+	}
+	if err := deleteAll(ctx, o.Store, FinalWorkspaceKey); err != nil {
+		return nil, usage, err
+	}
+	if latest != nil && latest.Workspace != "" {
+		if err := storage.CopyPrefix(ctx, o.Store, latest.Workspace, FinalWorkspaceKey); err != nil {
+			return nil, usage, fmt.Errorf("copy the winning workspace: %w", err)
+		}
+	}
+	if o.Strategy != config.FinalWinnerReuse {
+		text, u, err := present(ctx, o, snap)
+		usage = u
+		if err != nil {
+			return nil, usage, err
+		}
+		final.Answer = text
+	}
+	final.Timestamp = session.Timestamp(o.Now())
+	if err := session.WriteJSON(ctx, o.Store, FinalAnswerKey, final); err != nil {
+		return nil, usage, err
+	}
+	if err := o.Store.Put(ctx, FinalMarkdownKey, []byte(strings.TrimRight(final.Answer, "\n")+"\n")); err != nil {
+		return nil, usage, fmt.Errorf("write %s: %w", FinalMarkdownKey, err)
+	}
+	return final, usage, nil
+}
+
+// present runs the presenter's model over every latest answer; files it
+// writes land in final/workspace/ next to the winner's.
+func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (string, llm.Usage, error) {
+	agentCfg, ok := o.Config.Agent(o.Presenter)
+	if !ok {
+		return "", llm.Usage{}, fmt.Errorf("%w: presenter %q is not in the config", ErrBadInput, o.Presenter)
+	}
+	tmp, err := os.MkdirTemp("", "conclave-present-")
+	if err != nil {
+		return "", llm.Usage{}, err
+	}
+	defer os.RemoveAll(tmp)
+	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(agentIDs(snap))}
+	in, err := p.input(ctx, snap, Options{Agent: o.Presenter, Config: o.Config, Mode: round.ModePresent, Model: o.Model}, agentCfg)
+	if err != nil {
+		return "", llm.Usage{}, err
+	}
+	in.Task, in.EvalCriteria, in.Tag = o.Task, o.EvalCriteria, o.Tag
+	in.Synthesize = o.Strategy == config.FinalSynthesize
+	in.Checkpoint = func(ctx context.Context, t *round.Transcript) error {
+		data, err := t.MarshalJSONL()
+		if err != nil {
+			return err
+		}
+		if o.OnCheckpoint != nil {
+			o.OnCheckpoint(t.Turns)
+		}
+		return o.Store.Put(ctx, finalTraceKey, data)
+	}
+	if data, err := o.Store.Get(ctx, finalTraceKey); err == nil {
+		if t, err := round.ParseTranscript(data); err == nil && t.Tag == o.Tag {
+			in.Resume = t
+		}
+	}
+	out, err := round.Run(ctx, in)
+	if err != nil {
+		return "", llm.Usage{}, err
+	}
+	if dir := nonEmptyDir(in.Workspace.Dir); dir != "" {
+		if err := storage.PutDir(ctx, o.Store, FinalWorkspaceKey, dir); err != nil {
+			return "", out.Usage, fmt.Errorf("store the final workspace: %w", err)
+		}
+	}
+	return out.Answer, out.Usage, nil
+}
+
+func deleteAll(ctx context.Context, st storage.Store, prefix string) error {
+	keys, err := st.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := st.Delete(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

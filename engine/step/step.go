@@ -1,0 +1,235 @@
+// Package step runs one agent step against a stored session: load the
+// snapshot, show every answer anonymized, run the round engine with a
+// storage-backed inbox and checkpoint, and save the action. `conclave step`
+// and the AgentStep activity both call it, so step mode and Temporal store
+// exactly the same files.
+package step
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/round"
+	"github.com/conclave-ai/conclave/engine/session"
+	"github.com/conclave-ai/conclave/engine/storage"
+	"github.com/conclave-ai/conclave/engine/tools"
+)
+
+// Options describe one step.
+type Options struct {
+	Store  storage.Store // the session's root
+	Config *config.Config
+	Agent  string
+	Task   string
+	// EvalCriteria nil means the session's eval_criteria.json, if any.
+	EvalCriteria []string
+	// Step is the step number; 0 means the agent's next one (step mode).
+	Step int
+	// Mode forces a round mode; empty chooses from the config and limits.
+	Mode  round.Mode
+	Tally map[string]int
+	// Tag identifies this launch; a stored transcript is resumed only when
+	// its tag matches, so a relaunch never continues a cancelled attempt.
+	Tag   string
+	Model llm.Model
+	// Inject enables mid-step injection of peer answers and human input
+	// from storage (multi-agent runs); step mode preloads everything.
+	Inject bool
+	// OnCheckpoint is told after every stored checkpoint (heartbeats).
+	OnCheckpoint func(turns int)
+	Now          func() time.Time
+}
+
+// Result is a finished step.
+type Result struct {
+	Step    int
+	Label   string // agentN.M of a new answer
+	Outcome *round.Outcome
+	Saved   session.Saved
+}
+
+// Run runs the step and stores its outputs. Errors before the model runs
+// wrap ErrBadInput; round errors (enforcement, model) are returned as is.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	agentCfg, ok := o.Config.Agent(o.Agent)
+	if !ok {
+		return nil, fmt.Errorf("%w: agent %q is not in the config", ErrBadInput, o.Agent)
+	}
+	snap, err := session.Load(ctx, o.Store)
+	if err != nil {
+		return nil, err
+	}
+	if err := snap.Include(o.Config.AgentIDs()); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	criteria := o.EvalCriteria
+	if criteria == nil {
+		if criteria, err = SessionCriteria(ctx, o.Store); err != nil {
+			return nil, err
+		}
+	}
+	tmp, err := os.MkdirTemp("", "conclave-step-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(agentIDs(snap))}
+	in, err := p.input(ctx, snap, o, agentCfg)
+	if err != nil {
+		return nil, err
+	}
+	in.Task, in.EvalCriteria, in.Tally, in.Tag = o.Task, criteria, o.Tally, o.Tag
+	human, err := readInbox(ctx, o.Store, 0)
+	if err != nil {
+		return nil, err
+	}
+	in.Human = human
+	if o.Inject {
+		in.Inbox = &inbox{prep: p, self: o.Agent, ws: in.Workspace}
+	}
+
+	self, _ := snap.Agent(o.Agent)
+	stepNo := o.Step
+	if stepNo == 0 {
+		stepNo = self.LatestStep + 1
+	}
+	traceKey := session.TraceKey(o.Agent, stepNo)
+	in.Checkpoint = func(ctx context.Context, t *round.Transcript) error {
+		data, err := t.MarshalJSONL()
+		if err != nil {
+			return err
+		}
+		if err := o.Store.Put(ctx, traceKey, data); err != nil {
+			return err
+		}
+		if o.OnCheckpoint != nil {
+			o.OnCheckpoint(t.Turns)
+		}
+		return nil
+	}
+	if data, err := o.Store.Get(ctx, traceKey); err == nil {
+		if t, err := round.ParseTranscript(data); err == nil && t.Tag == o.Tag {
+			in.Resume = t
+		}
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("read the checkpoint %s: %w", traceKey, err)
+	}
+
+	started := o.Now()
+	out, err := round.Run(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	saved, err := session.Save(ctx, o.Store, session.StepOutput{
+		Agent: o.Agent, Step: stepNo, Action: out.Action, Answer: out.Answer,
+		WorkspaceDir: nonEmptyDir(in.Workspace.Dir), Target: out.Target, Reason: out.Reason,
+		Summary: out.Summary, StopStatus: out.StopStatus, SeenSteps: out.SeenSteps,
+		Duration: o.Now().Sub(started), Now: o.Now(),
+		Cost: map[string]any{"input_tokens": out.Usage.InputTokens, "output_tokens": out.Usage.OutputTokens, "cost_usd": out.Usage.CostUSD},
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Step: saved.Step, Outcome: out, Saved: saved}
+	if out.Action == coord.ActionNewAnswer {
+		out.Answer = saved.Answer
+		res.Label = coord.Label(p.anon[o.Agent], self.AnswerCount+1)
+	}
+	return res, nil
+}
+
+// ErrBadInput marks errors in what the caller asked for (exit code 1 in
+// step mode, a non-retryable error in Temporal).
+var ErrBadInput = errors.New("bad input")
+
+func agentIDs(snap *session.Snapshot) []string {
+	ids := make([]string, len(snap.Agents))
+	for i, a := range snap.Agents {
+		ids[i] = a.ID
+	}
+	return ids
+}
+
+type prep struct {
+	store storage.Store
+	tmp   string
+	anon  map[string]string
+}
+
+// answer turns a stored answer into what the model sees, fetching its
+// workspace so the agent can read it under peers/agentN/.
+func (p *prep) answer(ctx context.Context, a *session.Agent, ws *tools.Workspace) (round.Answer, error) {
+	latest := a.Latest()
+	anon := p.anon[a.ID]
+	ans := round.Answer{Agent: a.ID, Label: coord.Label(anon, latest.Revision), Step: latest.Step, Text: latest.Text}
+	if latest.Workspace != "" {
+		dir := filepath.Join(p.tmp, "peers", anon, session.StepName(latest.Step))
+		if err := storage.GetDir(ctx, p.store, latest.Workspace, dir); err != nil {
+			return ans, fmt.Errorf("fetch the workspace of %s: %w", ans.Label, err)
+		}
+		ws.Peers[anon] = dir
+		ans.Workspace = dir
+	}
+	return ans, nil
+}
+
+func (p *prep) input(ctx context.Context, snap *session.Snapshot, o Options, agent *config.Agent) (round.Input, error) {
+	ws := &tools.Workspace{Dir: filepath.Join(p.tmp, "workspace"), Peers: map[string]string{}}
+	if err := os.MkdirAll(ws.Dir, 0o755); err != nil {
+		return round.Input{}, err
+	}
+	var answers []round.Answer
+	for i := range snap.Agents {
+		if snap.Agents[i].Latest() == nil {
+			continue
+		}
+		ans, err := p.answer(ctx, &snap.Agents[i], ws)
+		if err != nil {
+			return round.Input{}, err
+		}
+		answers = append(answers, ans)
+	}
+	self, _ := snap.Agent(o.Agent)
+	orch := o.Config.Orchestrator
+	mode := o.Mode
+	if mode == "" {
+		mode = round.ModeVoting
+		if orch.CoordinationMode == config.ModeDecomposition {
+			mode = round.ModeDecomposition
+		} else if ok, _ := coord.CanAnswer(snap.Ledger(), o.Agent, orch.Limits()); !ok && len(answers) > 0 {
+			mode = round.ModeVoteOnly
+		}
+	}
+	in := round.Input{
+		Agent: o.Agent, Agents: agentIDs(snap), SystemMessage: agent.SystemMessage, Subtask: agent.Subtask,
+		Answers: answers, HasAnswered: self.AnswerCount > 0, Mode: mode, Model: o.Model,
+		ModelName: agent.Backend.Model, Temperature: agent.Backend.Temperature, Workspace: ws,
+		MaxAttempts:            orch.MaxEnforcementAttempts,
+		DisableInjection:       orch.DisableInjection || orch.DeferPeerUpdatesUntilRestart,
+		MaxMidstreamInjections: orch.MaxMidstreamInjectionsPerRound,
+	}
+	if agent.Backend.MaxTokens != nil {
+		n := int64(*agent.Backend.MaxTokens)
+		in.MaxTokens = &n
+	}
+	return in, nil
+}
+
+func nonEmptyDir(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return ""
+	}
+	return dir
+}
