@@ -1,3 +1,26 @@
 // Package workflows holds Conclave's Temporal workflow code: deterministic,
 // no I/O, only the pure engine packages. It is checked by workflowcheck.
+//
+// Coordination (registered as "Coordination", see Register) runs one
+// multi-agent session. Clients use:
+//
+//   - input CoordinationInput: {"task", "config", "eval_criteria", "session_id"}
+//   - result CoordinationResult: {"status", "winner", "final_answer", "session",
+//     "votes", "usage", "keys"}; a session without an answer fails with an
+//     ApplicationError (types InvalidInput, AllAgentsFailed, NoAnswers,
+//     PresentFailed) after writing its final status
+//   - query "status": coord.Status, the same shape as status.json
+//   - update "human_input": HumanInput ({"text": "…"} or a bare string, at
+//     most 8 KiB), returns the inbox sequence number
+//   - cancellation: running steps are cancelled, the phase "cancelled" is
+//     recorded, every stored answer stays
+//
+// Activities are called by their registered names (activities.Name*), so
+// this package does not depend on the Activities struct. Every one is a
+// regular activity, status writes included: they show in the Web UI, retry
+// durably, and tests mock them by name.
+//
+// history_gen_test.go records testdata/coordination_history.json on a real
+// dev server; TestReplay replays it, so a change that would break running
+// sessions fails the tests and needs workflow.GetVersion.
 package workflows

@@ -55,6 +55,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newSessionCmd(), newStepCmd())
+	root.AddCommand(newSessionCmd(), newStepCmd(), newWorkerCmd(), newRunCmd(), newDemoModelCmd())
+	root.AddCommand(newManageCmds()...)
 	return root
 }

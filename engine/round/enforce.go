@@ -88,6 +88,8 @@ func (r *runner) handle(ctx context.Context, msg llm.Message) (*Outcome, error) 
 	out.SeenSteps = copySeen(r.t.SeenSteps)
 	out.Usage = r.t.Usage
 	out.Turns = r.t.Turns
+	final := *out
+	r.t.Final = &final
 	out.Transcript = r.t
 	return out, r.checkpoint(ctx)
 }

@@ -22,6 +22,14 @@ func Run(ctx context.Context, in Input) (*Outcome, error) {
 		return nil, err
 	}
 	r := &runner{in: &in, anon: coord.AnonymousIDs(in.Agents), real: coord.RealIDs(in.Agents)}
+	if t := in.Resume; t != nil && t.Final == nil && (t.Attempts >= in.MaxAttempts || t.Turns >= in.MaxTurns) {
+		in.Resume = nil // that attempt failed for good: a new run starts over
+	}
+	if in.Resume != nil && in.Resume.Final != nil {
+		out := *in.Resume.Final
+		out.Transcript = in.Resume
+		return &out, nil
+	}
 	if in.Resume != nil {
 		r.t = in.Resume
 		if err := r.replayWrites(); err != nil {

@@ -355,3 +355,49 @@ func TestTranscriptRoundTrip(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+func TestResumeFinishedStepMakesNoCall(t *testing.T) {
+	var last *Transcript
+	srv := llmtest.Start(t, llmtest.Call("vote", `{"agent_id":"agent2","reason":"ok"}`).Once())
+	in := input(t, srv, "agent_a", ansA, ansB)
+	in.Checkpoint = func(_ context.Context, tr *Transcript) error {
+		data, err := tr.MarshalJSONL()
+		if err == nil {
+			last, err = ParseTranscript(data)
+		}
+		return err
+	}
+	first, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.NotNil(t, last.Final)
+
+	in.Resume = last
+	again, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, 1, srv.Count(), "a finished step is never asked again")
+	require.Equal(t, first.Target, again.Target)
+	require.Equal(t, first.SeenSteps, again.SeenSteps)
+}
+
+func TestExhaustedTranscriptStartsOver(t *testing.T) {
+	var last *Transcript
+	srv := llmtest.Start(t, llmtest.Text("no").Times(3), llmtest.Call("new_answer", `{"content":"finally"}`))
+	in := input(t, srv, "agent_a")
+	in.Checkpoint = func(_ context.Context, tr *Transcript) error {
+		data, err := tr.MarshalJSONL()
+		if err == nil {
+			last, err = ParseTranscript(data)
+		}
+		return err
+	}
+	_, err := Run(context.Background(), in)
+	var ee *EnforcementError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 3, last.Attempts)
+
+	in.Resume = last
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, "finally", out.Answer)
+	require.Equal(t, 0, out.Transcript.Attempts)
+}

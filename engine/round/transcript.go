@@ -25,6 +25,9 @@ type Transcript struct {
 	Injections int       `json:"injections"`
 	Turns      int       `json:"turns"`
 	Usage      llm.Usage `json:"usage"`
+	// Final is the step's action once it is decided; resuming a finished
+	// transcript returns it without another model call.
+	Final *Outcome `json:"final,omitempty"`
 }
 
 type traceLine struct {

@@ -1,0 +1,245 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/round"
+	"github.com/conclave-ai/conclave/engine/session"
+	"github.com/conclave-ai/conclave/engine/step"
+	"github.com/conclave-ai/conclave/engine/storage"
+)
+
+// Error types that the workflow's retry policy never retries.
+const (
+	ErrTypeEnforcement = "EnforcementError"
+	ErrTypeConfig      = "ConfigError"
+	ErrTypeModel       = "ModelRejected"
+	errTypeModelBusy   = "ModelUnavailable"
+)
+
+// MaxFinalAnswerBytes bounds the final answer returned into history.
+const MaxFinalAnswerBytes = 64 << 10
+
+// ModelFactory builds an agent's model; the worker's reads keys from its
+// own environment, tests point it at the scripted server.
+type ModelFactory func(cfg *config.Config, agent *config.Agent) (llm.Model, error)
+
+// Activities carries what every activity needs. One value serves all
+// concurrent activities of a worker.
+type Activities struct {
+	Store  storage.Store // root under which each session is <session_id>/
+	Models ModelFactory
+	// Client and Namespace let SearchAttributesAvailable ask the server;
+	// without a client the answer is false.
+	Client    client.Client
+	Namespace string
+	// HeartbeatEvery is the heartbeat period of agent steps (default 10s).
+	HeartbeatEvery time.Duration
+	Now            func() time.Time
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+func (a *Activities) session(id string) (storage.Store, error) {
+	if id == "" || storage.ValidKey(id) != nil || len(id) > 200 {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("session id %q cannot name a storage folder: use letters, digits, '-', '_' and '.'", id), ErrTypeConfig, nil)
+	}
+	return storage.Sub(a.Store, id), nil
+}
+
+// InitSession writes session.json and eval_criteria.json.
+func (a *Activities) InitSession(ctx context.Context, in InitSessionInput) (InitSessionResult, error) {
+	st, err := a.session(in.SessionID)
+	if err != nil {
+		return InitSessionResult{}, err
+	}
+	created, err := time.Parse(time.RFC3339, in.CreatedAt)
+	if err != nil {
+		created = a.now()
+	}
+	info := session.Info{Task: in.Task, Agents: in.Agents, Mode: in.Mode, CreatedAt: created.UTC()}
+	if err := session.WriteJSON(ctx, st, session.InfoKey, info); err != nil {
+		return InitSessionResult{}, err
+	}
+	if len(in.EvalCriteria) > 0 {
+		if err := session.WriteJSON(ctx, st, session.EvalCriteriaKey, in.EvalCriteria); err != nil {
+			return InitSessionResult{}, err
+		}
+	}
+	return InitSessionResult{Location: st.Location()}, nil
+}
+
+// AgentStep runs one step of one agent (engine/step) and stores its files.
+func (a *Activities) AgentStep(ctx context.Context, in AgentStepInput) (AgentStepResult, error) {
+	st, err := a.session(in.SessionID)
+	if err != nil {
+		return AgentStepResult{}, err
+	}
+	cfg, agent, model, err := a.prepare(in.Config, in.Agent)
+	if err != nil {
+		return AgentStepResult{}, err
+	}
+	hb := a.heartbeat(ctx)
+	defer hb.stop()
+	o := cfg.Orchestrator
+	res, err := step.Run(ctx, step.Options{
+		Store: st, Config: cfg, Agent: agent.ID, Task: in.Task, EvalCriteria: nonNil(in.EvalCriteria),
+		Step: in.Step, Mode: round.Mode(in.Mode), Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Model: model,
+		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
+		OnCheckpoint: hb.turns, Now: a.now,
+	})
+	if err != nil {
+		return AgentStepResult{}, classify(err)
+	}
+	out := res.Outcome
+	return AgentStepResult{
+		Agent: agent.ID, Step: res.Step, Action: out.Action, Label: res.Label,
+		AnswerPreview: Preview(out.Answer), Target: out.Target, Reason: Preview(out.Reason),
+		Summary: Preview(out.Summary), StopStatus: out.StopStatus, SeenSteps: out.SeenSteps,
+		Key: res.Saved.Key, Usage: coord.Usage(out.Usage),
+	}, nil
+}
+
+// Present writes the final answer under final/.
+func (a *Activities) Present(ctx context.Context, in PresentInput) (PresentResult, error) {
+	st, err := a.session(in.SessionID)
+	if err != nil {
+		return PresentResult{}, err
+	}
+	strategy := config.FinalAnswerStrategy(in.Strategy)
+	cfg, _, model, err := a.prepare(in.Config, in.Presenter)
+	if err != nil && (strategy != config.FinalWinnerReuse || cfg == nil) {
+		return PresentResult{}, err
+	}
+	hb := a.heartbeat(ctx)
+	defer hb.stop()
+	final, usage, err := step.Present(ctx, step.PresentOptions{
+		Store: st, Config: cfg, Presenter: in.Presenter, Task: in.Task, Strategy: strategy,
+		EvalCriteria: in.EvalCriteria, Model: model, Tag: "present", OnCheckpoint: hb.turns, Now: a.now,
+	})
+	if err != nil {
+		return PresentResult{}, classify(err)
+	}
+	text, truncated := truncate(final.Answer, MaxFinalAnswerBytes)
+	return PresentResult{Presenter: in.Presenter, Answer: text, Truncated: truncated, Key: step.FinalAnswerKey, Usage: coord.Usage(usage)}, nil
+}
+
+// WriteStatus stores status.json, the snapshot people and scripts read.
+func (a *Activities) WriteStatus(ctx context.Context, in WriteStatusInput) error {
+	st, err := a.session(in.SessionID)
+	if err != nil {
+		return err
+	}
+	return session.WriteJSON(ctx, st, session.StatusKey, in.Status)
+}
+
+// WriteInbox stores one human input where running agents look for it.
+func (a *Activities) WriteInbox(ctx context.Context, in WriteInboxInput) error {
+	st, err := a.session(in.SessionID)
+	if err != nil {
+		return err
+	}
+	return session.WriteJSON(ctx, st, session.InboxKey(in.Seq), step.InboxMessage{Seq: in.Seq, Text: in.Text, At: in.At})
+}
+
+// Search attributes the workflow upserts when the namespace has them.
+const (
+	SearchAttrPhase  = "ConclavePhase"
+	SearchAttrWinner = "ConclaveWinner"
+)
+
+// SearchAttributesAvailable tells the workflow whether it may upsert
+// ConclavePhase and ConclaveWinner: upserting an unregistered attribute
+// would fail every workflow task.
+func (a *Activities) SearchAttributesAvailable(ctx context.Context) (bool, error) {
+	if a.Client == nil {
+		return false, nil
+	}
+	resp, err := a.Client.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: a.Namespace})
+	if err != nil {
+		return false, nil // an old server or missing permission: run without them
+	}
+	_, phase := resp.GetCustomAttributes()[SearchAttrPhase]
+	_, winner := resp.GetCustomAttributes()[SearchAttrWinner]
+	return phase && winner, nil
+}
+
+func (a *Activities) prepare(raw config.Config, agentID string) (*config.Config, *config.Agent, llm.Model, error) {
+	cfg := raw
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, nil, temporal.NewNonRetryableApplicationError("invalid config: "+err.Error(), ErrTypeConfig, nil)
+	}
+	agent, ok := cfg.Agent(agentID)
+	if !ok {
+		return &cfg, nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent %q is not in the config", agentID), ErrTypeConfig, nil)
+	}
+	model, err := a.Models(&cfg, agent)
+	if err != nil {
+		return &cfg, agent, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfig, nil)
+	}
+	return &cfg, agent, model, nil
+}
+
+// classify maps engine errors onto Temporal's retry semantics.
+func classify(err error) error {
+	var enf *round.EnforcementError
+	var turns *round.TurnLimitError
+	var me *llm.Error
+	switch {
+	case errors.As(err, &enf) || errors.As(err, &turns):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeEnforcement, err)
+	case errors.Is(err, step.ErrBadInput):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfig, err)
+	case errors.As(err, &me) && !me.Retryable:
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModel, err)
+	case errors.As(err, &me):
+		return temporal.NewApplicationErrorWithOptions(err.Error(), errTypeModelBusy,
+			temporal.ApplicationErrorOptions{NextRetryDelay: me.RetryAfter, Cause: err})
+	}
+	return err // storage and network trouble: retried by policy
+}
+
+// Preview shortens text for workflow history and the Web UI.
+func Preview(s string) string {
+	p, cut := truncate(s, PreviewChars)
+	if cut {
+		return p + "…"
+	}
+	return p
+}
+
+func truncate(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

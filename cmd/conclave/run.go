@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/workflows"
+)
+
+type runFlags struct {
+	temporalFlags
+	configPath, criteria, id string
+	detach                   bool
+	poll                     time.Duration
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run --config FILE [--criteria FILE] \"task\"",
+		Short: "Start a multi-agent session and follow it to the final answer",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := sessionInput(f.configPath, f.criteria, args[0])
+			if err != nil {
+				return err
+			}
+			c, err := f.dial()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return startAndFollow(cmd.Context(), c, &f, in, cmd.OutOrStdout())
+		},
+	}
+	f.add(cmd)
+	f.addUI(cmd)
+	cmd.Flags().StringVar(&f.configPath, "config", "", "YAML config of the agents (required)")
+	cmd.Flags().StringVar(&f.criteria, "criteria", "", "JSON file of evaluation criteria")
+	cmd.Flags().StringVar(&f.id, "id", "", "workflow id, also the session id (default conclave-<time>-<random>)")
+	cmd.Flags().BoolVar(&f.detach, "detach", false, "print the workflow id and return without waiting")
+	cmd.Flags().DurationVar(&f.poll, "poll", time.Second, "how often to refresh progress")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+// sessionInput reads the config and criteria into the workflow input. The
+// config carries env var names, never keys.
+func sessionInput(configPath, criteriaPath, task string) (workflows.CoordinationInput, error) {
+	if strings.TrimSpace(task) == "" {
+		return workflows.CoordinationInput{}, errors.New("the task is empty")
+	}
+	cfg, err := config.Load(configPath)
+	if err != nil {
+		return workflows.CoordinationInput{}, err
+	}
+	in := workflows.CoordinationInput{Task: task, Config: *cfg}
+	if criteriaPath != "" {
+		data, err := os.ReadFile(criteriaPath)
+		if err != nil {
+			return in, fmt.Errorf("read --criteria: %w", err)
+		}
+		if in.EvalCriteria, err = config.ParseCriteria(data, criteriaPath); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+func newWorkflowID() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return "conclave-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+}
+
+func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workflows.CoordinationInput, out io.Writer) error {
+	id := f.id
+	if id == "" {
+		id = newWorkflowID()
+	}
+	summary := in.Task
+	if len(summary) > 120 {
+		summary = summary[:117] + "..."
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: f.taskQueue, StaticSummary: summary,
+		StaticDetails: fmt.Sprintf("Conclave session with %d agents: %s", len(in.Config.Agents), strings.Join(in.Config.AgentIDs(), ", ")),
+	}, workflows.CoordinationName, in)
+	if err != nil {
+		return fmt.Errorf("start the session: %w", err)
+	}
+	fmt.Fprintf(out, "session %s started\nWeb UI: %s\n", id, f.link(id))
+	if f.detach {
+		return nil
+	}
+	done := make(chan error, 1)
+	var res workflows.CoordinationResult
+	go func() { done <- run.Get(ctx, &res) }()
+	tick := time.NewTicker(f.poll)
+	defer tick.Stop()
+	last := ""
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("session %s failed: %w (details: %s)", id, err, f.link(id))
+			}
+			printResult(out, res, f.link(id))
+			return nil
+		case <-tick.C:
+			if s, err := queryStatus(ctx, c, id); err == nil {
+				if line := progress(s); line != last {
+					fmt.Fprint(out, line)
+					last = line
+				}
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("stopped following %s (the session goes on; `conclave cancel %s` stops it)", id, id)
+		}
+	}
+}
+
+func queryStatus(ctx context.Context, c client.Client, id string) (coord.Status, error) {
+	var s coord.Status
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+	if err != nil {
+		return s, err
+	}
+	return s, v.Get(&s)
+}
+
+// progress renders the live view: one line per agent plus totals.
+func progress(s coord.Status) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "— %s · tokens %d in / %d out · $%.4f\n", s.Phase, s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.CostUSD)
+	ids := make([]string, 0, len(s.Agents))
+	for id := range s.Agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		a := s.Agents[id]
+		vote := ""
+		if a.VoteTarget != "" {
+			vote = " → " + a.VoteTarget
+			if a.VoteStale {
+				vote += " (stale)"
+			}
+		}
+		fmt.Fprintf(&b, "  %-12s %-9s step %d · answers %d%s\n", id, a.State, a.LatestStep, a.AnswerCount, vote)
+	}
+	return b.String()
+}
+
+func printResult(out io.Writer, r workflows.CoordinationResult, link string) {
+	fmt.Fprintf(out, "\n== %s: winner %s · votes %s · tokens %d in / %d out · $%.4f\n\n%s\n\n",
+		r.Status, r.Winner, formatVotes(r.Votes), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CostUSD, r.FinalAnswer)
+	if r.Truncated {
+		fmt.Fprintln(out, "(the answer is longer; the whole text is in the session's final/answer.md)")
+	}
+	fmt.Fprintf(out, "session files: %s\nWeb UI: %s\n", r.Session, link)
+}
+
+func formatVotes(v map[string]int) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+
+	"github.com/conclave-ai/conclave/worker"
+)
+
+func newWorkerCmd() *cobra.Command {
+	var tf temporalFlags
+	var storageURL string
+	var concurrency int
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a Temporal worker that executes Conclave sessions",
+		Long: "Polls the task queue and runs Coordination workflows and agent steps.\n" +
+			"Model API keys are read from this process's environment (the variables the\n" +
+			"agents' configs name); they never enter workflow inputs or history.\n" +
+			"SIGINT/SIGTERM stop it gracefully; unfinished steps resume on another worker.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			st, err := worker.OpenStorage(ctx, storageURL)
+			if err != nil {
+				return err
+			}
+			c, err := client.Dial(client.Options{HostPort: tf.address, Namespace: tf.namespace,
+				Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))})
+			if err != nil {
+				return fmt.Errorf("connect to Temporal at %s: %w", tf.address, err)
+			}
+			defer c.Close()
+			w := worker.New(c, worker.Options{TaskQueue: tf.taskQueue, Namespace: tf.namespace, Store: st, Concurrency: concurrency})
+			if err := w.Start(); err != nil {
+				return fmt.Errorf("start the worker: %w", err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "conclave worker: task queue %q on %s (namespace %s), storage %s\n",
+				tf.taskQueue, tf.address, tf.namespace, st.Location())
+			<-ctx.Done()
+			fmt.Fprintln(cmd.ErrOrStderr(), "conclave worker: stopping")
+			w.Stop()
+			return nil
+		},
+	}
+	tf.add(cmd)
+	cmd.Flags().StringVar(&storageURL, "storage", os.Getenv("CONCLAVE_STORAGE"), "session storage: directory, file:// or s3:// URL (env CONCLAVE_STORAGE; default ./.conclave)")
+	cmd.Flags().IntVar(&concurrency, "concurrency", 50, "maximum concurrent agent steps")
+	return cmd
+}

@@ -1,0 +1,88 @@
+// Package worker assembles a Temporal worker that runs Conclave's workflows
+// and activities. The CLI, the dev command, the demo and the integration
+// tests all build workers here, so they register exactly the same things.
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/step"
+	"github.com/conclave-ai/conclave/engine/storage"
+	"github.com/conclave-ai/conclave/workflows"
+)
+
+// DefaultTaskQueue is the task queue Conclave workers poll and sessions use.
+const DefaultTaskQueue = "conclave"
+
+// DefaultStorage is where sessions go when no storage URL is given.
+const DefaultStorage = ".conclave"
+
+// Options configure a worker.
+type Options struct {
+	TaskQueue string
+	Namespace string
+	// Store is the root of all sessions.
+	Store storage.Store
+	// Models builds agents' models; nil reads keys from the environment.
+	Models activities.ModelFactory
+	// Concurrency caps concurrent activities (agent steps); 0 is 50.
+	Concurrency int
+	// HeartbeatEvery overrides the agent-step heartbeat period.
+	HeartbeatEvery time.Duration
+}
+
+// New registers the workflows and activities on a new worker.
+func New(c client.Client, o Options) sdkworker.Worker {
+	if o.TaskQueue == "" {
+		o.TaskQueue = DefaultTaskQueue
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 50
+	}
+	if o.Models == nil {
+		o.Models = EnvModels
+	}
+	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{
+		MaxConcurrentActivityExecutionSize: o.Concurrency,
+		// In-flight steps get this long to finish on shutdown; the rest
+		// are retried elsewhere from their checkpoints.
+		WorkerStopTimeout: 10 * time.Second,
+	})
+	workflows.Register(w)
+	w.RegisterActivity(&activities.Activities{
+		Store: o.Store, Models: o.Models, Client: c, Namespace: o.Namespace, HeartbeatEvery: o.HeartbeatEvery,
+	})
+	return w
+}
+
+// EnvModels builds models with keys from this process's environment: keys
+// live only on workers, never in workflow inputs or history.
+func EnvModels(cfg *config.Config, agent *config.Agent) (llm.Model, error) {
+	return step.NewModel(cfg, agent, os.Getenv)
+}
+
+// OpenStorage opens a storage URL, or the default directory when empty.
+func OpenStorage(ctx context.Context, url string) (storage.Store, error) {
+	if url == "" {
+		abs, err := filepath.Abs(DefaultStorage)
+		if err != nil {
+			return nil, err
+		}
+		url = abs
+	}
+	st, err := storage.Open(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("open storage %s: %w", url, err)
+	}
+	return st, nil
+}

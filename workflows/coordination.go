@@ -1,0 +1,286 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+)
+
+// Coordination runs one multi-agent session: agents step in parallel (one
+// AgentStep activity per step) until their votes agree, or their stops
+// complete a decomposition, then the winner or presenter runs Present. See
+// ARCHITECTURE.md, "Workflows", and seeds 000/001.
+func Coordination(ctx workflow.Context, in CoordinationInput) (CoordinationResult, error) {
+	if err := normalize(&in, workflow.GetInfo(ctx).WorkflowExecution.ID); err != nil {
+		return CoordinationResult{}, err
+	}
+	w := newCoordination(in)
+	if err := w.setup(ctx); err != nil {
+		return CoordinationResult{}, err
+	}
+	return w.run(ctx)
+}
+
+// Registry is the part of a Temporal worker (or test environment) that
+// Register needs.
+type Registry interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+}
+
+// Register registers the workflows of this package under their names.
+func Register(r Registry) {
+	r.RegisterWorkflowWithOptions(Coordination, workflow.RegisterOptions{Name: CoordinationName})
+}
+
+// coordination is the state of one run. Workflow code is single-threaded
+// (coroutines switch only at blocking calls), so handlers and the main loop
+// share it without locks.
+type coordination struct {
+	in   CoordinationInput
+	orch config.Orchestrator
+
+	// Carried across continue-as-new (CarriedState).
+	ledger      coord.Ledger
+	answerOrder []string // agent ids by answer arrival, newest last, each id once
+	usage       coord.Usage
+	revoteRound int
+	revote      []string
+	revoteTally map[string]int
+	launches    int
+	inboxSeq    int
+	startedAt   time.Time
+	deadline    time.Time
+	session     string
+	searchAttrs bool
+	runs        int
+	lastErr     string
+
+	// This run only.
+	phase     string
+	status    string // result status once decided
+	winner    string
+	reason    string
+	running   []*stepRun // launch order
+	stepsDone int        // completed steps in this run
+	changed   bool       // a step completed since the last publish
+	timedOut  bool
+	cancelled bool
+	lastCause error // the latest agent failure of this run
+	// Search attribute values last upserted.
+	saPhase, saWinner string
+}
+
+// ending is how the coordination loop ended.
+type ending int
+
+const (
+	endDecided ending = iota // verdict in status/winner
+	endTimeout
+	endCancelled
+	endContinue
+)
+
+func newCoordination(in CoordinationInput) *coordination {
+	w := &coordination{in: in, orch: in.Config.Orchestrator, phase: coord.PhaseCoordinating}
+	if s := in.State; s != nil {
+		w.ledger = s.Ledger
+		w.answerOrder = s.AnswerOrder
+		w.usage = s.Usage
+		w.revoteRound, w.revote, w.revoteTally = s.RevoteRound, s.Revote, s.RevoteTally
+		w.launches, w.inboxSeq = s.Launches, s.InboxSeq
+		w.startedAt, w.deadline = s.StartedAt, s.Deadline
+		w.session, w.searchAttrs = s.Session, s.SearchAttributes
+		w.runs, w.lastErr = s.Runs, s.LastError
+		for i := range w.ledger.Agents {
+			w.ledger.Agents[i].Running = false // nothing runs across continue-as-new
+		}
+		return w
+	}
+	for _, id := range in.Config.AgentIDs() {
+		w.ledger.Agents = append(w.ledger.Agents, coord.Agent{ID: id})
+	}
+	return w
+}
+
+// setup registers the status query and the human_input update before the
+// first blocking call, so both work from the start.
+func (w *coordination) setup(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (coord.Status, error) {
+		return w.snapshot(), nil
+	}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateHumanInput, w.humanInput,
+		workflow.UpdateHandlerOptions{Validator: w.validateHumanInput})
+}
+
+func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
+	if err := w.begin(ctx); err != nil {
+		return CoordinationResult{}, err
+	}
+	w.setPhase(ctx, coord.PhaseCoordinating)
+
+	sel := workflow.NewSelector(ctx)
+	timerCtx, stopTimer := workflow.WithCancel(ctx)
+	defer stopTimer()
+	if left := w.deadline.Sub(workflow.Now(ctx)); left > 0 {
+		timer := workflow.NewTimerWithOptions(timerCtx, left, workflow.TimerOptions{Summary: "orchestrator timeout"})
+		sel.AddFuture(timer, func(f workflow.Future) {
+			if f.Get(ctx, nil) == nil {
+				w.timedOut = true
+			}
+		})
+	} else {
+		w.timedOut = true
+	}
+	sel.AddReceive(ctx.Done(), func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		w.cancelled = true
+	})
+
+	switch w.coordinate(ctx, sel) {
+	case endCancelled:
+		return CoordinationResult{}, w.finishCancelled(ctx)
+	case endContinue:
+		stopTimer()
+		return CoordinationResult{}, w.continueAsNew(ctx)
+	case endTimeout:
+		return w.finishTimeout(ctx)
+	}
+	if w.status == StatusFailed {
+		return CoordinationResult{}, w.fail(ctx, w.failure())
+	}
+	return w.present(ctx)
+}
+
+// begin creates the session (first run only) and learns whether the
+// search attributes exist.
+func (w *coordination) begin(ctx workflow.Context) error {
+	if w.in.State != nil {
+		workflow.GetLogger(ctx).Info("coordination continues", "run", w.runs, "session", w.session)
+		return nil
+	}
+	now := workflow.Now(ctx).UTC()
+	w.startedAt, w.deadline = now, now.Add(w.orch.Timeout())
+	var init activities.InitSessionResult
+	err := workflow.ExecuteActivity(w.smallCtx(ctx, "init session"), activities.NameInitSession,
+		activities.InitSessionInput{
+			SessionID:    w.in.SessionID,
+			Task:         w.in.Task,
+			Agents:       sortedIDs(w.in.Config.AgentIDs()),
+			Mode:         string(w.orch.CoordinationMode),
+			EvalCriteria: w.in.EvalCriteria,
+			CreatedAt:    now.Format(time.RFC3339),
+		}).Get(ctx, &init)
+	if ctx.Err() != nil {
+		return ctx.Err() // cancelled before the session existed
+	}
+	if err != nil {
+		return fmt.Errorf("could not create the session in storage (check the worker's storage settings): %w", err)
+	}
+	w.session = init.Location
+	w.searchAttrs = w.searchAttributesAvailable(ctx)
+	return nil
+}
+
+// coordinate is the main loop: after every event (a finished step, the
+// timeout, cancellation) it judges the ledger, launches what the schedule
+// allows, writes the status and waits for the next event.
+func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) ending {
+	for {
+		switch {
+		case w.cancelled || ctx.Err() != nil:
+			return endCancelled
+		case w.timedOut:
+			return endTimeout
+		}
+		if len(w.revote) == 0 {
+			v := judge(w.ledger, w.orch, w.revoteRound)
+			if v.Revote {
+				w.startRevote(ctx, v.Reason)
+			} else if v.Done {
+				w.decide(v)
+				return endDecided
+			}
+		}
+		if w.continueDue(ctx) {
+			if len(w.running) == 0 {
+				return endContinue
+			}
+		} else {
+			w.launchReady(ctx, sel)
+			if len(w.running) == 0 {
+				w.decide(stalled(w.ledger, w.orch, w.answerOrder))
+				return endDecided
+			}
+		}
+		if w.changed { // after launching: a status write never delays a relaunch
+			w.changed = false
+			w.publish(ctx)
+		}
+		sel.Select(ctx)
+	}
+}
+
+// decide records the verdict that ends coordination.
+func (w *coordination) decide(v verdict) {
+	w.status, w.winner, w.reason = v.Status, v.Winner, v.Reason
+}
+
+// startRevote asks every alive agent for another vote, showing the tally.
+func (w *coordination) startRevote(ctx workflow.Context, reason string) {
+	w.revoteRound++
+	w.revoteTally = anonymousTally(w.ledger)
+	w.revote = nil
+	for _, a := range w.ledger.Agents {
+		if !a.Failed {
+			w.revote = append(w.revote, a.ID)
+		}
+	}
+	workflow.GetLogger(ctx).Info("split vote: re-vote", "round", w.revoteRound, "reason", reason)
+}
+
+// continueDue reports whether this run should continue as new: the server
+// suggests it, or MaxStepsBeforeContinue steps completed. A run always makes
+// progress first, so a suggestion cannot loop.
+func (w *coordination) continueDue(ctx workflow.Context) bool {
+	if w.stepsDone == 0 {
+		return false
+	}
+	if n := w.in.MaxStepsBeforeContinue; n > 0 && w.stepsDone >= n {
+		return true
+	}
+	return workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+}
+
+// continueAsNew hands the state to a new run once no step runs and every
+// update handler has finished.
+func (w *coordination) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	next := w.in
+	next.State = &CarriedState{
+		Ledger:           w.ledger,
+		AnswerOrder:      w.answerOrder,
+		Usage:            w.usage,
+		RevoteRound:      w.revoteRound,
+		Revote:           w.revote,
+		RevoteTally:      w.revoteTally,
+		Launches:         w.launches,
+		InboxSeq:         w.inboxSeq,
+		StartedAt:        w.startedAt,
+		Deadline:         w.deadline,
+		Session:          w.session,
+		SearchAttributes: w.searchAttrs,
+		Runs:             w.runs + 1,
+		LastError:        w.lastErr,
+	}
+	workflow.GetLogger(ctx).Info("continuing as new", "steps", w.stepsDone, "launches", w.launches)
+	return workflow.NewContinueAsNewError(ctx, CoordinationName, next)
+}

@@ -1,0 +1,159 @@
+package workflows
+
+import (
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+)
+
+// present runs the final presentation after consensus, plurality or a stall.
+// Voting mode uses final_answer_strategy; decomposition mode always
+// synthesizes. When a model-backed presentation fails in voting mode, the
+// winner's stored answer is used as is (winner_reuse), so the agreed answer
+// is never lost to a failing presenter.
+func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error) {
+	strategy := string(w.orch.FinalAnswerStrategy)
+	decomposition := w.orch.CoordinationMode == config.ModeDecomposition
+	if decomposition {
+		strategy = string(config.FinalSynthesize)
+	}
+	w.setPhase(ctx, coord.PhasePresenting)
+	pr, err := w.runPresent(ctx, w.winner, strategy)
+	if err != nil && ctx.Err() == nil && !decomposition && strategy != string(config.FinalWinnerReuse) {
+		workflow.GetLogger(ctx).Warn("presentation failed; using the winner's stored answer",
+			"winner", w.winner, "strategy", strategy, "error", err)
+		pr, err = w.runPresent(ctx, w.winner, string(config.FinalWinnerReuse))
+	}
+	if ctx.Err() != nil {
+		return CoordinationResult{}, w.finishCancelled(ctx)
+	}
+	if err != nil {
+		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(
+			"the final presentation by "+w.winner+" failed; every answer stays stored in the session "+w.session,
+			"PresentFailed", err))
+	}
+	w.setPhase(ctx, coord.PhaseDone)
+	return w.result(pr), w.awaitHandlers(ctx)
+}
+
+// finishTimeout ends a session whose orchestrator timeout fired: running
+// steps are cancelled, the timeout winner's stored answer is the final one
+// (no model call). Without any answer the session fails.
+func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, error) {
+	w.stopAll()
+	winner, how, err := coord.TimeoutWinner(w.ledger, w.answerOrder)
+	if err != nil {
+		w.reason = err.Error()
+		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), "NoAnswers", nil))
+	}
+	w.status, w.winner = StatusTimeout, winner
+	w.reason = "orchestrator timeout: " + winner + " wins by " + how
+	w.setPhase(ctx, coord.PhasePresenting)
+	pr, err := w.runPresent(ctx, winner, string(config.FinalWinnerReuse))
+	if ctx.Err() != nil {
+		return CoordinationResult{}, w.finishCancelled(ctx)
+	}
+	if err != nil {
+		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(
+			"coordination timed out and "+winner+"'s stored answer could not be copied to final/; "+
+				"every answer stays stored in the session "+w.session, "PresentFailed", err))
+	}
+	w.setPhase(ctx, coord.PhaseTimeout)
+	return w.result(pr), w.awaitHandlers(ctx)
+}
+
+// finishCancelled stops running steps and records the cancelled phase with
+// a disconnected context (the workflow's own is cancelled). Nothing is
+// deleted: every stored answer stays. It returns the cancellation error so
+// Temporal marks the workflow cancelled.
+func (w *coordination) finishCancelled(ctx workflow.Context) error {
+	w.stopAll()
+	w.status = StatusCancelled
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	w.setPhase(dctx, coord.PhaseCancelled)
+	return ctx.Err()
+}
+
+// fail records the failed phase and returns err.
+func (w *coordination) fail(ctx workflow.Context, err error) error {
+	w.status = StatusFailed
+	w.setPhase(ctx, coord.PhaseFailed)
+	_ = w.awaitHandlers(ctx)
+	return err
+}
+
+// failure is the error of a session that ended without an answer.
+func (w *coordination) failure() error {
+	alive := 0
+	for _, a := range w.ledger.Agents {
+		if !a.Failed {
+			alive++
+		}
+	}
+	if alive == 0 {
+		return temporal.NewNonRetryableApplicationError(
+			"all agents failed: the last error was "+w.lastErr+"; fix its cause (model, key, config) and start again",
+			"AllAgentsFailed", w.lastCause)
+	}
+	return temporal.NewNonRetryableApplicationError(w.reason, "NoAnswers", nil)
+}
+
+// runPresent runs the Present activity and adds its usage.
+func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy string) (activities.PresentResult, error) {
+	opts := agentStepOptions(presenter, 0)
+	opts.Summary = "present · " + presenter + " (" + strategy + ")"
+	var pr activities.PresentResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.NamePresent,
+		activities.PresentInput{
+			SessionID:    w.in.SessionID,
+			Presenter:    presenter,
+			Task:         w.in.Task,
+			Config:       w.in.Config,
+			Strategy:     strategy,
+			EvalCriteria: w.in.EvalCriteria,
+		}).Get(ctx, &pr)
+	if err == nil {
+		w.usage = addUsage(w.usage, pr.Usage)
+	}
+	return pr, err
+}
+
+// result builds the workflow result from the presentation.
+func (w *coordination) result(pr activities.PresentResult) CoordinationResult {
+	answer, cut := truncate(pr.Answer, MaxFinalAnswerBytes)
+	r := CoordinationResult{
+		Status:      w.status,
+		Winner:      w.winner,
+		FinalAnswer: answer,
+		Truncated:   pr.Truncated || cut,
+		Session:     w.session,
+		Votes:       coord.Tally(w.ledger),
+		Usage:       w.usage,
+	}
+	if pr.Key != "" {
+		r.Keys = []string{pr.Key}
+	}
+	return r
+}
+
+// awaitHandlers lets running update handlers finish before the run ends.
+func (w *coordination) awaitHandlers(ctx workflow.Context) error {
+	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+}
+
+// truncate cuts s to at most n bytes at a rune boundary.
+func truncate(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}

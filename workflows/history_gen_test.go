@@ -1,0 +1,120 @@
+//go:build historygen
+
+package workflows
+
+// Regenerates testdata/coordination_history.json, the history the replay test
+// checks, by running a session on a real Temporal dev server (./bin/temporal)
+// with fake activities:
+//
+//	go test -tags historygen -run TestGenerateHistory ./workflows/
+//
+// Regenerate it only when a workflow change is meant to break replay; then
+// the change needs workflow.GetVersion instead.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/internal/testenv"
+)
+
+// liveFakes are activities for a real worker: step 1 answers, later steps
+// vote for agent_b having seen every stored answer.
+type liveFakes struct {
+	mu     sync.Mutex
+	stored map[string]int
+}
+
+func (f *liveFakes) agentStep(ctx context.Context, in activities.AgentStepInput) (activities.AgentStepResult, error) {
+	time.Sleep(time.Duration(len(in.Agent)+in.Step*37%5) * 20 * time.Millisecond)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	res := activities.AgentStepResult{Agent: in.Agent, Step: in.Step, Key: "agents/" + in.Agent + "/" + strconv.Itoa(in.Step),
+		Usage: coord.Usage{InputTokens: 10, OutputTokens: 5}}
+	if in.Step == 1 {
+		f.stored[in.Agent] = 1
+		res.Action, res.Label, res.AnswerPreview = coord.ActionNewAnswer, "agentX.1", "an answer"
+		return res, nil
+	}
+	res.Action, res.Target, res.Reason, res.SeenSteps = coord.ActionVote, "agent_b", "best", maps.Clone(f.stored)
+	return res, nil
+}
+
+func TestGenerateHistory(t *testing.T) {
+	bin := testenv.FindBinary(t, "Temporal CLI", "CONCLAVE_TEMPORAL_BIN", "temporal")
+	port := testenv.FreePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	testenv.StartProcess(t, "temporal", exec.Command(bin, "server", "start-dev", "--headless",
+		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--log-level", "error",
+		"--search-attribute", SearchAttrPhase+"=Keyword", "--search-attribute", SearchAttrWinner+"=Keyword"))
+
+	var cl client.Client
+	var err error
+	for i := 0; i < 100; i++ {
+		if cl, err = client.Dial(client.Options{HostPort: addr}); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, err)
+	defer cl.Close()
+
+	const queue = "conclave-history"
+	w := worker.New(cl, queue, worker.Options{})
+	Register(w)
+	f := &liveFakes{stored: map[string]int{}}
+	w.RegisterActivityWithOptions(f.agentStep, activity.RegisterOptions{Name: activities.NameAgentStep})
+	w.RegisterActivityWithOptions(func(_ context.Context, in activities.InitSessionInput) (activities.InitSessionResult, error) {
+		return activities.InitSessionResult{Location: "mem://" + in.SessionID}, nil
+	}, activity.RegisterOptions{Name: activities.NameInitSession})
+	w.RegisterActivityWithOptions(func(context.Context) (bool, error) { return true, nil },
+		activity.RegisterOptions{Name: activities.NameSearchAttrsSet})
+	w.RegisterActivityWithOptions(func(context.Context, activities.WriteStatusInput) error { return nil },
+		activity.RegisterOptions{Name: activities.NameWriteStatus})
+	w.RegisterActivityWithOptions(func(context.Context, activities.WriteInboxInput) error { return nil },
+		activity.RegisterOptions{Name: activities.NameWriteInbox})
+	w.RegisterActivityWithOptions(func(_ context.Context, in activities.PresentInput) (activities.PresentResult, error) {
+		return activities.PresentResult{Presenter: in.Presenter, Answer: "final", Key: "final/answer.json"}, nil
+	}, activity.RegisterOptions{Name: activities.NamePresent})
+	require.NoError(t, w.Start())
+	defer w.Stop()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "history-1", TaskQueue: queue},
+		CoordinationName, input(testConfig(a, b, c)))
+	require.NoError(t, err)
+	h, err := cl.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), RunID: run.GetRunID(),
+		UpdateName: UpdateHumanInput, Args: []any{HumanInput{Text: "Keep it short."}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	require.NoError(t, err)
+	var seq int
+	require.NoError(t, h.Get(ctx, &seq))
+	require.Equal(t, 1, seq)
+	var r CoordinationResult
+	require.NoError(t, run.Get(ctx, &r))
+	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, b, r.Winner)
+
+	out, err := exec.Command(bin, "workflow", "show", "--address", addr, "--workflow-id", run.GetID(),
+		"--output", "json").Output()
+	require.NoError(t, err)
+	path := filepath.Join("testdata", "coordination_history.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+	fmt.Println("wrote", path)
+}

@@ -1,0 +1,47 @@
+package workflows
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/engine/coord"
+)
+
+// validateHumanInput rejects an update before it enters history: empty or
+// oversized text, or a session past coordination (no agent would read it).
+func (w *coordination) validateHumanInput(_ workflow.Context, h HumanInput) error {
+	if err := validateHumanInput(h); err != nil {
+		return err
+	}
+	if w.phase != coord.PhaseCoordinating {
+		return fmt.Errorf("the session is %s: human input is taken only while the agents coordinate", w.phase)
+	}
+	return nil
+}
+
+// humanInput stores the text as inbox/<seq>.json and returns seq. Running
+// agents read it at their next safe point, and every later step sees it,
+// through storage: the workflow itself passes nothing to the agents. Seq is
+// assigned before the write, so concurrent inputs keep their arrival order;
+// a failed write leaves a gap in the numbering, which readers tolerate.
+func (w *coordination) humanInput(ctx workflow.Context, h HumanInput) (int, error) {
+	w.inboxSeq++
+	seq := w.inboxSeq
+	err := workflow.ExecuteActivity(w.smallCtx(ctx, "human input "+strconv.Itoa(seq)), activities.NameWriteInbox,
+		activities.WriteInboxInput{
+			SessionID: w.in.SessionID,
+			Seq:       seq,
+			Text:      strings.TrimSpace(h.Text),
+			At:        workflow.Now(ctx).UTC().Format(time.RFC3339),
+		}).Get(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("could not store human input %d; send it again: %w", seq, err)
+	}
+	workflow.GetLogger(ctx).Info("human input stored", "seq", seq)
+	return seq, nil
+}

@@ -1,0 +1,183 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+)
+
+// Names under which the coordination workflow and its handlers are known to
+// clients (`temporal workflow start --type Coordination`, the CLI, the UI).
+const (
+	CoordinationName = "Coordination"
+	QueryStatus      = "status"
+	UpdateHumanInput = "human_input"
+)
+
+// Result statuses of CoordinationResult.Status.
+const (
+	StatusConsensus = "consensus" // a majority (or unanimous) agreement, or decomposition complete
+	StatusPlurality = "plurality" // plurality decided: rule plurality, re-votes used up, or a stall
+	StatusTimeout   = "timeout"   // orchestrator_timeout_seconds ran out; the timeout winner's stored answer
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// MaxHumanInputBytes bounds one human_input update; it goes into every later
+// agent context.
+const MaxHumanInputBytes = 8 << 10
+
+// MaxFinalAnswerBytes bounds CoordinationResult.FinalAnswer (the Present
+// activity already returns at most this much).
+const MaxFinalAnswerBytes = 64 << 10
+
+// CoordinationInput starts (or continues) a coordination session. The JSON
+// form is what `temporal workflow start --input` takes; config holds the YAML
+// config's keys as JSON, absent settings taking their defaults.
+type CoordinationInput struct {
+	Task         string        `json:"task"`
+	Config       config.Config `json:"config"`
+	EvalCriteria []string      `json:"eval_criteria,omitempty"`
+	// SessionID names the session in storage; empty means the workflow id.
+	SessionID string `json:"session_id,omitempty"`
+	// MaxStepsBeforeContinue makes a run continue-as-new after this many
+	// completed agent steps (0: only when the server suggests it). It exists
+	// for tests, which cannot make the server suggest it, and for very long
+	// sessions that want small histories.
+	MaxStepsBeforeContinue int `json:"max_steps_before_continue,omitempty"`
+	// State is set by the workflow itself when it continues as new; leave it
+	// out when starting a session.
+	State *CarriedState `json:"state,omitempty"`
+}
+
+// CarriedState is everything a continued run needs that is not in the
+// session's storage. Continue-as-new waits for running steps first, so no
+// agent is running in Ledger.
+type CarriedState struct {
+	Ledger      coord.Ledger `json:"ledger"`
+	AnswerOrder []string     `json:"answer_order"`
+	Usage       coord.Usage  `json:"usage"`
+	RevoteRound int          `json:"revote_round"`
+	// Revote lists agents still owed a step of the current re-vote, and
+	// RevoteTally is the anonymous tally they are shown.
+	Revote      []string       `json:"revote,omitempty"`
+	RevoteTally map[string]int `json:"revote_tally,omitempty"`
+	Launches    int            `json:"launches"`
+	InboxSeq    int            `json:"inbox_seq"`
+	StartedAt   time.Time      `json:"started_at"`
+	Deadline    time.Time      `json:"deadline"`
+	Session     string         `json:"session"`
+	// SearchAttributes records whether ConclavePhase/ConclaveWinner exist
+	// on the namespace.
+	SearchAttributes bool `json:"search_attributes"`
+	// Runs counts the runs before this one.
+	Runs      int    `json:"runs"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+// CoordinationResult is the outcome of a session that produced an answer.
+type CoordinationResult struct {
+	Status string `json:"status"`
+	// Winner is the real id of the agent whose answer was presented (the
+	// presenter in decomposition mode).
+	Winner string `json:"winner"`
+	// FinalAnswer is the final answer, up to 64 KiB; a longer one is a
+	// preview (Truncated) and the whole text is under Keys.
+	FinalAnswer string         `json:"final_answer"`
+	Truncated   bool           `json:"truncated,omitempty"`
+	Session     string         `json:"session"`
+	Votes       map[string]int `json:"votes"`
+	Usage       coord.Usage    `json:"usage"`
+	// Keys are the storage keys of the final answer.
+	Keys []string `json:"keys,omitempty"`
+}
+
+// HumanInput is the argument of the human_input update. Its JSON form is
+// {"text": "…"}; a bare JSON string is accepted too, so
+// `temporal workflow update execute --input '"…"'` works.
+type HumanInput struct {
+	Text string `json:"text"`
+}
+
+// UnmarshalJSON accepts {"text": "…"} or "…".
+func (h *HumanInput) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err == nil {
+		h.Text = s
+		return nil
+	}
+	type plain HumanInput // drops this method, avoiding recursion
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return fmt.Errorf(`human input must be a JSON string or {"text": "…"}: %w`, err)
+	}
+	*h = HumanInput(p)
+	return nil
+}
+
+// validateHumanInput says what is wrong with a human input, or nil.
+func validateHumanInput(h HumanInput) error {
+	switch {
+	case strings.TrimSpace(h.Text) == "":
+		return fmt.Errorf("human input is empty: send some text for the agents")
+	case len(h.Text) > MaxHumanInputBytes:
+		return fmt.Errorf("human input is %d bytes, more than the %d allowed: shorten it or put the details in a file the agents can read",
+			len(h.Text), MaxHumanInputBytes)
+	}
+	return nil
+}
+
+// normalize applies the config defaults and checks the input, returning a
+// non-retryable error naming every problem, so a user of
+// `temporal workflow start` sees why the session did not start.
+func normalize(in *CoordinationInput, workflowID string) error {
+	var problems []string
+	if strings.TrimSpace(in.Task) == "" {
+		problems = append(problems, `task: required; say what the agents should do, e.g. {"task": "Write a haiku about durable execution"}`)
+	}
+	in.Config.ApplyDefaults()
+	// Validate ranges over the prices map only to collect its keys, which it
+	// sorts before use: deterministic.
+	//workflowcheck:ignore
+	if err := in.Config.Validate(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			problems = append(problems, "config."+line)
+		}
+	}
+	if n := len(in.EvalCriteria); n > config.MaxCriteria {
+		problems = append(problems, fmt.Sprintf("eval_criteria: %d criteria, at most %d are allowed", n, config.MaxCriteria))
+	}
+	if in.MaxStepsBeforeContinue < 0 {
+		problems = append(problems, fmt.Sprintf("max_steps_before_continue: %d is not allowed; use 0 (server decides) or more",
+			in.MaxStepsBeforeContinue))
+	}
+	if s := in.State; s != nil && !sameAgents(s.Ledger, in.Config.AgentIDs()) {
+		problems = append(problems, "state.ledger: its agents differ from config.agents; state is written by the workflow itself, leave it out")
+	}
+	if len(problems) > 0 {
+		return temporal.NewNonRetryableApplicationError(
+			"invalid coordination input: "+strings.Join(problems, "; "), "InvalidInput", nil)
+	}
+	if in.SessionID == "" {
+		in.SessionID = workflowID
+	}
+	return nil
+}
+
+func sameAgents(l coord.Ledger, ids []string) bool {
+	if len(l.Agents) != len(ids) {
+		return false
+	}
+	for i, a := range l.Agents {
+		if a.ID != ids[i] {
+			return false
+		}
+	}
+	return true
+}

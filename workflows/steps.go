@@ -1,0 +1,207 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+)
+
+// Error types an activity raises that retrying cannot fix.
+var nonRetryable = []string{"EnforcementError", "ConfigError", "ModelRejected"}
+
+// stepRun is one launched AgentStep activity.
+type stepRun struct {
+	agent  string
+	step   int
+	launch int
+	mode   string
+	// answers is how many answers existed at launch (update_mode restart
+	// cancels only steps launched before a new answer).
+	answers int
+	cancel  workflow.CancelFunc
+	// abandoned steps were cancelled (restart, timeout): their result is
+	// ignored and the agent is not failed.
+	abandoned bool
+}
+
+// agentStepOptions are the options of one agent step. Summary shows in the
+// Web UI next to the activity.
+func agentStepOptions(agent string, step int) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    60 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        6,
+			NonRetryableErrorTypes: nonRetryable,
+		},
+		Summary: agent + " · step " + strconv.Itoa(step),
+	}
+}
+
+// smallCtx carries the options of the short storage activities (InitSession,
+// WriteStatus, WriteInbox, SearchAttributesAvailable).
+func (w *coordination) smallCtx(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        5,
+			NonRetryableErrorTypes: nonRetryable,
+		},
+		Summary: summary,
+	})
+}
+
+// launchReady starts every step the schedule allows now.
+func (w *coordination) launchReady(ctx workflow.Context, sel workflow.Selector) {
+	plans := planLaunches(w.ledger, w.orch, w.revote, w.revoteTally)
+	if len(plans) > 0 || !anyRunning(w.ledger) {
+		// A re-vote launches all its agents at once (none runs at a split);
+		// those that cannot step (failed, out of steps) keep their vote.
+		w.revote = nil
+	}
+	for _, p := range plans {
+		w.launch(ctx, sel, p)
+	}
+	if len(plans) > 0 {
+		w.details(ctx)
+	}
+}
+
+// launch starts one AgentStep. The step number is the agent's next one, so
+// a retried activity, or a relaunch after a restart-cancel, rewrites the same
+// keys; Launch tells the relaunch apart.
+func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p launchPlan) {
+	a := agentOf(w.ledger, p.Agent)
+	a.Running = true
+	w.launches++
+	r := &stepRun{agent: p.Agent, step: a.LatestStep + 1, launch: w.launches, mode: p.Mode,
+		answers: totalAnswers(w.ledger)}
+	stepCtx, cancel := workflow.WithCancel(ctx)
+	r.cancel = cancel
+	stepCtx = workflow.WithActivityOptions(stepCtx, agentStepOptions(r.agent, r.step))
+	f := workflow.ExecuteActivity(stepCtx, activities.NameAgentStep, activities.AgentStepInput{
+		SessionID:    w.in.SessionID,
+		Agent:        r.agent,
+		Step:         r.step,
+		Launch:       r.launch,
+		Task:         w.in.Task,
+		Config:       w.in.Config,
+		Mode:         r.mode,
+		Tally:        p.Tally,
+		EvalCriteria: w.in.EvalCriteria,
+	})
+	w.running = append(w.running, r)
+	sel.AddFuture(f, func(f workflow.Future) { w.finish(ctx, r, f) })
+}
+
+// finish records a step's result. A failed step (a non-retryable error, or
+// retries used up) fails its agent for good; the others go on.
+func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Future) {
+	w.running = slices.DeleteFunc(w.running, func(x *stepRun) bool { return x == r })
+	var res activities.AgentStepResult
+	err := f.Get(ctx, &res)
+	if r.abandoned {
+		return // cancelled on purpose; the agent's state was handled then
+	}
+	a := agentOf(w.ledger, r.agent)
+	a.Running = false
+	if ctx.Err() != nil {
+		return // the workflow is cancelled: the step did not fail
+	}
+	w.changed = true
+	if err != nil {
+		a.Failed = true
+		w.lastErr = fmt.Sprintf("%s step %d: %v", r.agent, r.step, err)
+		w.lastCause = err
+		workflow.GetLogger(ctx).Warn("agent failed; coordination goes on without it",
+			"agent", r.agent, "step", r.step, "error", err)
+		return
+	}
+	w.stepsDone++
+	w.apply(a, r.step, res)
+	if res.Action == coord.ActionNewAnswer {
+		w.restartPeers(ctx, r.agent)
+	}
+}
+
+// apply records a step's action in the ledger (the step number is the one
+// the workflow assigned, whatever the result says).
+func (w *coordination) apply(a *coord.Agent, step int, res activities.AgentStepResult) {
+	a.LatestStep, a.LastAction = step, res.Action
+	a.Vote, a.Stop = nil, nil
+	switch res.Action {
+	case coord.ActionNewAnswer:
+		a.LatestAnswerStep = step
+		a.AnswerCount++
+		w.answerOrder = append(slices.DeleteFunc(w.answerOrder, func(id string) bool { return id == a.ID }), a.ID)
+	case coord.ActionVote:
+		a.Vote = &coord.Vote{Voter: a.ID, Target: res.Target, Reason: res.Reason, SeenSteps: res.SeenSteps, Step: step}
+	case coord.ActionStop:
+		a.Stop = &coord.Stop{Summary: res.Summary, Status: res.StopStatus, SeenSteps: res.SeenSteps, Step: step}
+	}
+	w.usage = addUsage(w.usage, res.Usage)
+}
+
+// restartPeers implements update_mode restart: a new answer cancels the
+// running steps launched before it, of agents that already have an answer of
+// their own (first-answer protection), and the schedule relaunches them with
+// the same step number and a new Launch. Their recorded state (an answer, or
+// a vote the new answer made stale) puts them in coord.Relaunch.
+func (w *coordination) restartPeers(ctx workflow.Context, answerer string) {
+	if w.orch.UpdateMode != config.UpdateRestart || w.orch.DisableInjection {
+		return
+	}
+	total := totalAnswers(w.ledger)
+	for _, r := range w.running {
+		a := agentOf(w.ledger, r.agent)
+		if r.abandoned || r.agent == answerer || r.answers >= total || a.AnswerCount == 0 {
+			continue
+		}
+		w.abandon(r)
+		workflow.GetLogger(ctx).Info("restarting a step for a new answer",
+			"agent", r.agent, "step", r.step, "launch", r.launch, "answer_by", answerer)
+	}
+}
+
+// abandon cancels a running step whose result will be ignored.
+func (w *coordination) abandon(r *stepRun) {
+	r.abandoned = true
+	r.cancel()
+	agentOf(w.ledger, r.agent).Running = false
+	w.running = slices.DeleteFunc(w.running, func(x *stepRun) bool { return x == r })
+}
+
+// stopAll abandons every running step (timeout, cancellation).
+func (w *coordination) stopAll() {
+	for _, r := range slices.Clone(w.running) {
+		w.abandon(r)
+	}
+}
+
+func addUsage(a, b coord.Usage) coord.Usage {
+	return coord.Usage{
+		InputTokens:  a.InputTokens + b.InputTokens,
+		OutputTokens: a.OutputTokens + b.OutputTokens,
+		CostUSD:      a.CostUSD + b.CostUSD,
+	}
+}
+
+func sortedIDs(ids []string) []string {
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	return s
+}

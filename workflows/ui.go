@@ -1,0 +1,138 @@
+package workflows
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/engine/coord"
+)
+
+// Search attributes a namespace may define (keyword type) to list sessions
+// by phase and winner; see SearchAttributesAvailable.
+const (
+	SearchAttrPhase  = "ConclavePhase"
+	SearchAttrWinner = "ConclaveWinner"
+)
+
+// snapshot is the status query's answer and status.json: coord.Summarize of
+// the ledger, plus usage and the decided winner.
+func (w *coordination) snapshot() coord.Status {
+	rule := coord.Rule(w.orch.Consensus)
+	if w.status == StatusPlurality {
+		rule = coord.RulePlurality
+	}
+	s := coord.Summarize(w.ledger, rule, w.phase)
+	s.Usage = w.usage
+	if w.winner != "" {
+		s.Winner = w.winner
+		s.Consensus = w.status == StatusConsensus || w.status == StatusPlurality
+	}
+	if w.phase != coord.PhaseCoordinating {
+		s.Relaunch = []string{} // nothing will be launched any more
+	}
+	return s
+}
+
+// setPhase moves to a new phase and tells everyone who watches.
+func (w *coordination) setPhase(ctx workflow.Context, phase string) {
+	w.phase = phase
+	w.publish(ctx)
+}
+
+// publish updates the Web UI details and search attributes, and writes
+// status.json. status.json is a snapshot (the query serves the same), so a
+// failed write is logged and coordination goes on.
+func (w *coordination) publish(ctx workflow.Context) {
+	w.details(ctx)
+	w.upsertSearchAttributes(ctx)
+	err := workflow.ExecuteActivity(w.smallCtx(ctx, "status · "+w.phase), activities.NameWriteStatus,
+		activities.WriteStatusInput{SessionID: w.in.SessionID, Status: w.snapshot()}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("could not write status.json", "phase", w.phase, "error", err)
+	}
+}
+
+// details shows the state as Markdown in the Web UI.
+func (w *coordination) details(ctx workflow.Context) {
+	workflow.SetCurrentDetails(ctx, w.markdown())
+}
+
+func (w *coordination) markdown() string {
+	var b strings.Builder
+	b.WriteString("**Phase:** " + w.phase)
+	if w.winner != "" {
+		b.WriteString(" · **Winner:** `" + w.winner + "` (" + w.status + ")")
+	}
+	if w.revoteRound > 0 {
+		b.WriteString(" · **Re-votes:** " + strconv.Itoa(w.revoteRound))
+	}
+	b.WriteString("\n\n| agent | state | answers | vote | step |\n|---|---|---|---|---|\n")
+	for _, a := range w.ledger.Agents {
+		state, step := string(coord.StateOf(a)), strconv.Itoa(a.LatestStep)
+		if r := w.runOf(a.ID); r != nil {
+			state = "running (" + r.mode + ")"
+			step = fmt.Sprintf("%d → %d", a.LatestStep, r.step)
+		}
+		vote := "—"
+		if v := coord.CurrentVote(a); v != nil {
+			vote = "`" + v.Target + "`"
+			if coord.Stale(w.ledger, v) {
+				vote += " (stale)"
+			}
+		}
+		b.WriteString(fmt.Sprintf("| `%s` | %s | %d | %s | %s |\n", a.ID, state, a.AnswerCount, vote, step))
+	}
+	b.WriteString(fmt.Sprintf("\n%d launches · %d input / %d output tokens · $%.4f\n",
+		w.launches, w.usage.InputTokens, w.usage.OutputTokens, w.usage.CostUSD))
+	return b.String()
+}
+
+func (w *coordination) runOf(agent string) *stepRun {
+	for _, r := range w.running {
+		if r.agent == agent {
+			return r
+		}
+	}
+	return nil
+}
+
+// searchAttributesAvailable asks once per session whether the namespace
+// defines ConclavePhase and ConclaveWinner; without them an upsert would fail
+// the workflow task, so any doubt means no.
+func (w *coordination) searchAttributesAvailable(ctx workflow.Context) bool {
+	var ok bool
+	if err := workflow.ExecuteActivity(w.smallCtx(ctx, "search attributes"),
+		activities.NameSearchAttrsSet).Get(ctx, &ok); err != nil {
+		workflow.GetLogger(ctx).Warn("cannot tell whether the search attributes exist; not using them", "error", err)
+		return false
+	}
+	return ok
+}
+
+// upsertSearchAttributes sets ConclavePhase and ConclaveWinner when they
+// changed (each upsert is a history event).
+func (w *coordination) upsertSearchAttributes(ctx workflow.Context) {
+	if !w.searchAttrs {
+		return
+	}
+	var updates []temporal.SearchAttributeUpdate
+	if w.phase != w.saPhase {
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(SearchAttrPhase).ValueSet(w.phase))
+	}
+	if w.winner != "" && w.winner != w.saWinner {
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(SearchAttrWinner).ValueSet(w.winner))
+	}
+	if len(updates) == 0 {
+		return
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
+		workflow.GetLogger(ctx).Warn("could not upsert search attributes", "error", err)
+		return
+	}
+	w.saPhase, w.saWinner = w.phase, w.winner
+}
