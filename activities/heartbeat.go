@@ -33,6 +33,10 @@ func (a *Activities) heartbeat(ctx context.Context) *heartbeater {
 	if every <= 0 {
 		every = 10 * time.Second
 	}
+	// Beat well within the timeout the workflow chose, whatever it is.
+	if limit := activity.GetInfo(ctx).HeartbeatTimeout; limit > 0 && every > limit/3 {
+		every = limit / 3
+	}
 	activity.RecordHeartbeat(ctx, h.progress())
 	go func() {
 		t := time.NewTicker(every)

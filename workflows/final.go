@@ -106,7 +106,7 @@ func (w *coordination) failure() error {
 
 // runPresent runs the Present activity and adds its usage.
 func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy string) (activities.PresentResult, error) {
-	opts := agentStepOptions(presenter, 0)
+	opts := agentStepOptions(presenter, 0, w.in.StepHeartbeatSeconds)
 	opts.Summary = "present · " + presenter + " (" + strategy + ")"
 	var pr activities.PresentResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.NamePresent,

@@ -51,6 +51,10 @@ type CoordinationInput struct {
 	// for tests, which cannot make the server suggest it, and for very long
 	// sessions that want small histories.
 	MaxStepsBeforeContinue int `json:"max_steps_before_continue,omitempty"`
+	// StepHeartbeatSeconds is how long an agent step may go without a
+	// heartbeat before Temporal retries it on another worker (default 60).
+	// Lower it where workers die often; tests lower it to see a retry fast.
+	StepHeartbeatSeconds int `json:"step_heartbeat_seconds,omitempty"`
 	// State is set by the workflow itself when it continues as new; leave it
 	// out when starting a session.
 	State *CarriedState `json:"state,omitempty"`
@@ -152,6 +156,10 @@ func normalize(in *CoordinationInput, workflowID string) error {
 	}
 	if n := len(in.EvalCriteria); n > config.MaxCriteria {
 		problems = append(problems, fmt.Sprintf("eval_criteria: %d criteria, at most %d are allowed", n, config.MaxCriteria))
+	}
+	if in.StepHeartbeatSeconds < 0 {
+		problems = append(problems, fmt.Sprintf("step_heartbeat_seconds: %d is not allowed; use a positive number or leave it out",
+			in.StepHeartbeatSeconds))
 	}
 	if in.MaxStepsBeforeContinue < 0 {
 		problems = append(problems, fmt.Sprintf("max_steps_before_continue: %d is not allowed; use 0 (server decides) or more",

@@ -34,10 +34,14 @@ type stepRun struct {
 
 // agentStepOptions are the options of one agent step. Summary shows in the
 // Web UI next to the activity.
-func agentStepOptions(agent string, step int) workflow.ActivityOptions {
+func agentStepOptions(agent string, step, heartbeatSeconds int) workflow.ActivityOptions {
+	heartbeat := 60 * time.Second
+	if heartbeatSeconds > 0 {
+		heartbeat = time.Duration(heartbeatSeconds) * time.Second
+	}
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    60 * time.Second,
+		HeartbeatTimeout:    heartbeat,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
@@ -92,7 +96,7 @@ func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p lau
 		answers: totalAnswers(w.ledger)}
 	stepCtx, cancel := workflow.WithCancel(ctx)
 	r.cancel = cancel
-	stepCtx = workflow.WithActivityOptions(stepCtx, agentStepOptions(r.agent, r.step))
+	stepCtx = workflow.WithActivityOptions(stepCtx, agentStepOptions(r.agent, r.step, w.in.StepHeartbeatSeconds))
 	f := workflow.ExecuteActivity(stepCtx, activities.NameAgentStep, activities.AgentStepInput{
 		SessionID:    w.in.SessionID,
 		Agent:        r.agent,
