@@ -60,11 +60,10 @@ test: tools lint build
 	CONCLAVE_MINIO_BIN=$(BIN)/minio CONCLAVE_TEMPORAL_BIN=$(BIN)/temporal \
 	  go test $(GO_TEST_FLAGS) ./...
 
-demo: tools build
-	@echo "make demo runs a real multi-agent session on a Temporal dev server."
-	@echo "It arrives with the Temporal coordination work; today Conclave offers step mode"
-	@echo "and 'conclave session status' (see README.md)."
-	@exit 2
+# A real session on a real Temporal dev server (offline demo model unless
+# OPENAI_API_KEY is set); it needs only the Temporal CLI.
+demo: $(BIN)/.temporal-$(TEMPORAL_VER) build
+	$(BIN)/conclave demo $(DEMO_ARGS)
 
 clean:
 	rm -rf $(BIN) .conclave

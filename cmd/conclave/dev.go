@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/internal/devserver"
+	"github.com/conclave-ai/conclave/worker"
+)
+
+type devFlags struct {
+	storage, db  string
+	port, uiPort int
+}
+
+func (f *devFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.storage, "storage", os.Getenv("CONCLAVE_STORAGE"), "session storage (default ./.conclave)")
+	cmd.Flags().StringVar(&f.db, "db", filepath.Join(worker.DefaultStorage, "dev", "temporal.db"), "dev server database file (sessions survive restarts)")
+	cmd.Flags().IntVar(&f.port, "port", 7233, "Temporal gRPC port (a free one if taken)")
+	cmd.Flags().IntVar(&f.uiPort, "ui-port", 8233, "Web UI port (a free one if taken)")
+}
+
+// devEnv is a running dev server plus an in-process worker.
+type devEnv struct {
+	server *devserver.Server
+	client client.Client
+	worker sdkworker.Worker
+	store  string
+}
+
+func (e *devEnv) close() {
+	if e.worker != nil {
+		e.worker.Stop()
+	}
+	if e.client != nil {
+		e.client.Close()
+	}
+	if e.server != nil {
+		e.server.Stop()
+	}
+}
+
+// startDev starts the Temporal dev server from ./bin and a worker.
+func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, out io.Writer) (*devEnv, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	bin, err := devserver.FindBinary(wd)
+	if err != nil {
+		return nil, err
+	}
+	env := &devEnv{}
+	fmt.Fprintln(out, "starting the Temporal dev server…")
+	env.server, err = devserver.Start(ctx, devserver.Config{
+		Binary: bin, Port: portOrFree(f.port), UIPort: portOrFree(f.uiPort), DBFile: f.db,
+	})
+	if err != nil {
+		return nil, err
+	}
+	st, err := worker.OpenStorage(ctx, f.storage)
+	if err != nil {
+		env.close()
+		return nil, err
+	}
+	env.store = st.Location()
+	env.client, err = client.Dial(client.Options{HostPort: env.server.HostPort, Namespace: env.server.Namespace, Logger: quietLogger{}})
+	if err != nil {
+		env.close()
+		return nil, err
+	}
+	env.worker = worker.New(env.client, worker.Options{Store: st, Namespace: env.server.Namespace, Models: models})
+	if err := env.worker.Start(); err != nil {
+		env.close()
+		return nil, err
+	}
+	return env, nil
+}
+
+// portOrFree keeps the conventional port when it is free: people expect
+// the Web UI on 8233.
+func portOrFree(p int) int {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+	if err != nil {
+		return 0
+	}
+	l.Close()
+	return p
+}
+
+func newDevCmd() *cobra.Command {
+	var f devFlags
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Start a Temporal dev server and a worker with local storage, until interrupted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			env, err := startDev(cmd.Context(), f, nil, out)
+			if err != nil {
+				return err
+			}
+			defer env.close()
+			fmt.Fprintf(out, "Temporal: %s (namespace %s)\nWeb UI:   %s\nStorage:  %s\nWorker:   task queue %q\n\n"+
+				"Start a session in another terminal:\n  TEMPORAL_ADDRESS=%s ./bin/conclave run --config examples/demo.yaml \"your task\"\n"+
+				"Press Ctrl-C to stop.\n", env.server.HostPort, env.server.Namespace, env.server.UIURL, env.store,
+				worker.DefaultTaskQueue, env.server.HostPort)
+			<-cmd.Context().Done()
+			fmt.Fprintln(out, "stopping")
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
