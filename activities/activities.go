@@ -138,7 +138,7 @@ func (a *Activities) Present(ctx context.Context, in PresentInput) (PresentResul
 	if err != nil {
 		return PresentResult{}, classify(err)
 	}
-	text, truncated := truncate(final.Answer, MaxFinalAnswerBytes)
+	text, truncated := Truncate(final.Answer, MaxFinalAnswerBytes)
 	return PresentResult{Presenter: in.Presenter, Answer: text, Truncated: truncated, Key: step.FinalAnswerKey, Usage: coord.Usage(usage)}, nil
 }
 
@@ -220,14 +220,16 @@ func classify(err error) error {
 
 // Preview shortens text for workflow history and the Web UI.
 func Preview(s string) string {
-	p, cut := truncate(s, PreviewChars)
+	p, cut := Truncate(s, PreviewChars)
 	if cut {
 		return p + "…"
 	}
 	return p
 }
 
-func truncate(s string, n int) (string, bool) {
+// Truncate cuts s to at most n bytes at a rune boundary; workflows use it
+// too, so previews are cut the same way everywhere.
+func Truncate(s string, n int) (string, bool) {
 	if len(s) <= n {
 		return s, false
 	}

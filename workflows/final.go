@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"unicode/utf8"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -126,7 +124,7 @@ func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy stri
 
 // result builds the workflow result from the presentation.
 func (w *coordination) result(pr activities.PresentResult) CoordinationResult {
-	answer, cut := truncate(pr.Answer, MaxFinalAnswerBytes)
+	answer, cut := activities.Truncate(pr.Answer, MaxFinalAnswerBytes)
 	r := CoordinationResult{
 		Status:      w.status,
 		Winner:      w.winner,
@@ -145,15 +143,4 @@ func (w *coordination) result(pr activities.PresentResult) CoordinationResult {
 // awaitHandlers lets running update handlers finish before the run ends.
 func (w *coordination) awaitHandlers(ctx workflow.Context) error {
 	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-}
-
-// truncate cuts s to at most n bytes at a rune boundary.
-func truncate(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n], true
 }

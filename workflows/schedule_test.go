@@ -165,10 +165,10 @@ func TestNormalize(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
-	s, cut := truncate("héllo", 2)
+	s, cut := activities.Truncate("héllo", 2)
 	require.True(t, cut)
 	require.Equal(t, "h", s)
-	s, cut = truncate("abc", 3)
+	s, cut = activities.Truncate("abc", 3)
 	require.False(t, cut)
 	require.Equal(t, "abc", s)
 }
