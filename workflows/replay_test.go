@@ -8,11 +8,19 @@ import (
 	"go.temporal.io/sdk/worker"
 )
 
-// TestReplay replays a history recorded on a real Temporal server (see
-// history_gen_test.go): a change to the workflow that would break running
-// sessions fails here, and needs workflow.GetVersion.
+// TestReplay replays histories recorded on a real Temporal server: one made
+// with fake activities (history_gen_test.go) and one of a real `make demo`
+// session (real activities, offline model). A workflow change that would
+// break running sessions fails here, and needs workflow.GetVersion.
 func TestReplay(t *testing.T) {
-	r := worker.NewWorkflowReplayer()
-	Register(r)
-	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", "coordination_history.json")))
+	files, err := filepath.Glob(filepath.Join("testdata", "*_history.json"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), 2)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			Register(r)
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+		})
+	}
 }
