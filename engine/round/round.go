@@ -25,18 +25,21 @@ func Run(ctx context.Context, in Input) (*Outcome, error) {
 	if t := in.Resume; t != nil && t.Final == nil && (t.Attempts >= in.MaxAttempts || t.Turns >= in.MaxTurns) {
 		in.Resume = nil // that attempt failed for good: a new run starts over
 	}
-	if in.Resume != nil && in.Resume.Final != nil {
-		out := *in.Resume.Final
-		out.Transcript = in.Resume
-		return &out, nil
-	}
-	if in.Resume != nil {
-		r.t = in.Resume
-		if err := r.replayWrites(); err != nil {
-			return nil, err
-		}
-	} else {
+	if in.Resume == nil {
 		r.t = r.start()
+		return r.loop(ctx)
+	}
+	// The workspace of the attempt being resumed is gone with its worker;
+	// every write is in the transcript, so it is rebuilt first — also for a
+	// finished step, whose files are about to be stored (again).
+	r.t = in.Resume
+	if err := r.replayWrites(); err != nil {
+		return nil, err
+	}
+	if r.t.Final != nil {
+		out := *r.t.Final
+		out.Transcript = r.t
+		return &out, nil
 	}
 	return r.loop(ctx)
 }

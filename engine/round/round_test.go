@@ -358,8 +358,12 @@ func TestTranscriptRoundTrip(t *testing.T) {
 
 func TestResumeFinishedStepMakesNoCall(t *testing.T) {
 	var last *Transcript
-	srv := llmtest.Start(t, llmtest.Call("vote", `{"agent_id":"agent2","reason":"ok"}`).Once())
+	srv := llmtest.Start(t, llmtest.Calls(
+		llmtest.ToolCall{ID: "w", Name: "write_file", Arguments: `{"path":"page.html","content":"<p>A</p>"}`},
+		llmtest.ToolCall{ID: "v", Name: "vote", Arguments: `{"agent_id":"agent2","reason":"ok"}`},
+	).Once())
 	in := input(t, srv, "agent_a", ansA, ansB)
+	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
 	in.Checkpoint = func(_ context.Context, tr *Transcript) error {
 		data, err := tr.MarshalJSONL()
 		if err == nil {
@@ -372,9 +376,13 @@ func TestResumeFinishedStepMakesNoCall(t *testing.T) {
 	require.NotNil(t, last.Final)
 
 	in.Resume = last
+	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
 	again, err := Run(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, 1, srv.Count(), "a finished step is never asked again")
+	data, err := os.ReadFile(filepath.Join(in.Workspace.Dir, "page.html"))
+	require.NoError(t, err, "the finished step's files are rebuilt for storing")
+	require.Equal(t, "<p>A</p>", string(data))
 	require.Equal(t, first.Target, again.Target)
 	require.Equal(t, first.SeenSteps, again.SeenSteps)
 }
