@@ -19,7 +19,13 @@ STATIC_VER    := v0.8.2
 
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all tools build test lint unit demo clean
+.PHONY: all tools build test lint unit fuzz demo clean
+
+# Each fuzz target runs this long in `make test` (longer by hand: make fuzz FUZZTIME=5m).
+FUZZTIME ?= 5s
+FUZZ_TARGETS := ./engine/coord:FuzzStaleMonotonic ./engine/coord:FuzzDecide ./engine/coord:FuzzPermutation \
+                ./engine/config:FuzzParse ./engine/storage:FuzzValidKey \
+                ./engine/tools:FuzzWorkspacePath ./engine/tools:FuzzParseVote
 
 all: build
 
@@ -55,10 +61,18 @@ lint: tools
 unit:
 	go test $(GO_TEST_FLAGS) ./...
 
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; \
+	  echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+	  go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg > .fuzz.log 2>&1 || { cat .fuzz.log; rm -f .fuzz.log; exit 1; }; \
+	done; rm -f .fuzz.log
+
 # Tests start their own MinIO (and Temporal dev server) on free loopback ports.
 test: tools lint build
 	CONCLAVE_MINIO_BIN=$(BIN)/minio CONCLAVE_TEMPORAL_BIN=$(BIN)/temporal \
 	  go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) --no-print-directory fuzz
 
 # A real session on a real Temporal dev server (offline demo model unless
 # OPENAI_API_KEY is set); it needs only the Temporal CLI.

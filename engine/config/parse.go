@@ -39,7 +39,7 @@ func Parse(data []byte, source string) (*Config, error) {
 		source = "config"
 	}
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	if err := safeDecode(func() error { return yaml.Unmarshal(data, &root) }); err != nil {
 		return nil, syntaxError(source, err)
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].ShortTag() == "!!null" {
@@ -64,7 +64,7 @@ func Parse(data []byte, source string) (*Config, error) {
 	doc := document{Config: Config{Orchestrator: DefaultOrchestrator()}}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
+	if err := safeDecode(func() error { return dec.Decode(&doc) }); err != nil {
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
 			return nil, syntaxError(source, err)
@@ -95,6 +95,18 @@ func Parse(data []byte, source string) (*Config, error) {
 		return nil, errors.Join(p.errs...)
 	}
 	return cfg, nil
+}
+
+// safeDecode turns a panic inside the YAML decoder into an error: yaml.v3
+// panics on some malformed merge keys (`<<` with a mapping as a key), and a
+// bad file must never crash the worker or the CLI.
+func safeDecode(decode func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the YAML cannot be decoded (%v); check merge keys (<<) and anchors", r)
+		}
+	}()
+	return decode()
 }
 
 // problems collects messages prefixed with the source and, when known, the line.
