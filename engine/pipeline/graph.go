@@ -1,0 +1,165 @@
+// Package pipeline is the step graph of seed 002: named steps, static jumps
+// (NextStepJump), the model's own jumps and calls within the destinations a
+// controller allows (DynamicStepJump, StepJumpController), and a call stack
+// that restores a caller's messages. It is pure and deterministic — all state
+// is one JSON-serializable value — so a Temporal workflow can drive it.
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Status is how a step ended (seed 002), plus failed and not_run.
+type Status string
+
+// Step statuses.
+const (
+	Completed     Status = "completed"
+	Cancelled     Status = "cancelled"
+	Error         Status = "error"
+	MaxIterations Status = "max_iterations"
+	CallPending   Status = "call_pending"
+	// Failed: the step reported failure (complete_step with status fail).
+	Failed Status = "failed"
+	// NotRun marks steps a run never reached, in result listings.
+	NotRun Status = "not_run"
+)
+
+// On-failure policies besides a step name.
+const (
+	OnFailureStop     = "stop"
+	OnFailureContinue = "continue"
+)
+
+// DefaultMaxSteps stops a jump loop that would otherwise run forever.
+const DefaultMaxSteps = 100
+
+// Step is one node of the graph.
+type Step struct {
+	Name   string `json:"name"`
+	Prompt string `json:"prompt,omitempty"`
+	// Next is the NextStepJump target after a completed step; "" stops.
+	Next string `json:"next,omitempty"`
+	// Destinations are where the model may jump_to_step or call_step from
+	// here (the StepJumpController's valid destinations).
+	Destinations  []string `json:"destinations,omitempty"`
+	MaxIterations int      `json:"max_iterations,omitempty"`
+	// OnFailure: "stop" (default), "continue" (as if completed) or a step
+	// to go to when this step fails, errors or runs out of iterations.
+	OnFailure string `json:"on_failure,omitempty"`
+}
+
+// Graph is a whole pipeline. Steps keep their declared order, which is
+// also the order of result listings.
+type Graph struct {
+	Start    string `json:"start"`
+	Steps    []Step `json:"steps"`
+	MaxSteps int    `json:"max_steps,omitempty"` // 0: DefaultMaxSteps
+}
+
+// Step returns the step named name.
+func (g Graph) Step(name string) (Step, bool) {
+	for _, s := range g.Steps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Step{}, false
+}
+
+func (g Graph) maxSteps() int {
+	if g.MaxSteps > 0 {
+		return g.MaxSteps
+	}
+	return DefaultMaxSteps
+}
+
+// Allowed reports whether from may jump or call to to.
+func (g Graph) Allowed(from, to string) bool {
+	s, ok := g.Step(from)
+	if !ok {
+		return false
+	}
+	for _, d := range s.Destinations {
+		if d == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate rejects a graph that cannot run as written, naming every
+// offending step at once, before anything runs.
+func (g Graph) Validate() error {
+	var errs []error
+	if len(g.Steps) == 0 {
+		return errors.New("pipeline has no steps")
+	}
+	seen := map[string]bool{}
+	for i, s := range g.Steps {
+		switch {
+		case strings.TrimSpace(s.Name) == "":
+			errs = append(errs, fmt.Errorf("steps[%d] has no name", i))
+		case seen[s.Name]:
+			errs = append(errs, fmt.Errorf("step %q is declared twice", s.Name))
+		}
+		seen[s.Name] = true
+		if s.MaxIterations < 0 {
+			errs = append(errs, fmt.Errorf("step %q: max_iterations %d is negative", s.Name, s.MaxIterations))
+		}
+	}
+	ref := func(from, what, to string) {
+		if to != "" && !seen[to] {
+			errs = append(errs, fmt.Errorf("step %q: %s %q is not a step", from, what, to))
+		}
+	}
+	if !seen[g.Start] {
+		errs = append(errs, fmt.Errorf("start step %q is not a step", g.Start))
+	}
+	for _, s := range g.Steps {
+		ref(s.Name, "next", s.Next)
+		for _, d := range s.Destinations {
+			ref(s.Name, "destination", d)
+		}
+		if s.OnFailure != "" && s.OnFailure != OnFailureStop && s.OnFailure != OnFailureContinue {
+			ref(s.Name, "on_failure", s.OnFailure)
+		}
+	}
+	if seen[g.Start] {
+		if lost := g.unreachable(); len(lost) > 0 {
+			errs = append(errs, fmt.Errorf("steps not reachable from start %q: %s", g.Start, strings.Join(lost, ", ")))
+		}
+	}
+	if g.MaxSteps < 0 {
+		errs = append(errs, fmt.Errorf("max_steps %d is negative", g.MaxSteps))
+	}
+	return errors.Join(errs...)
+}
+
+// unreachable lists the steps no path from start reaches, sorted.
+func (g Graph) unreachable() []string {
+	reached := map[string]bool{g.Start: true}
+	queue := []string{g.Start}
+	for len(queue) > 0 {
+		s, _ := g.Step(queue[0])
+		queue = queue[1:]
+		next := append([]string{s.Next, s.OnFailure}, s.Destinations...)
+		for _, n := range next {
+			if _, ok := g.Step(n); ok && !reached[n] {
+				reached[n] = true
+				queue = append(queue, n)
+			}
+		}
+	}
+	var lost []string
+	for _, s := range g.Steps {
+		if !reached[s.Name] {
+			lost = append(lost, s.Name)
+		}
+	}
+	sort.Strings(lost)
+	return lost
+}

@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/conclave-ai/conclave/engine/tools"
+)
+
+// Tool names a pipeline step offers besides its own tools.
+const (
+	ToolJump     = "jump_to_step"
+	ToolCall     = "call_step"
+	ToolComplete = "complete_step"
+)
+
+// Specs are the step-jump tools of a step: jump and call only when the step
+// has destinations (the enum lists them), complete_step always.
+func Specs(g Graph, step string) []tools.Spec {
+	var specs []tools.Spec
+	if s, ok := g.Step(step); ok && len(s.Destinations) > 0 {
+		target := map[string]any{"type": "string", "enum": s.Destinations, "description": "the step to go to"}
+		specs = append(specs,
+			tools.Spec{Name: ToolJump, Description: "Hand over to another step for good: this step ends and does not resume.",
+				Parameters: schema(map[string]any{"step": target}, "step")},
+			tools.Spec{Name: ToolCall, Description: "Run another step and come back: this step pauses, keeps its messages, and resumes with the called step's result.",
+				Parameters: schema(map[string]any{"step": target}, "step")})
+	}
+	specs = append(specs, tools.Spec{Name: ToolComplete, Description: "Finish this step: status pass or fail, the paths of files that prove it, and the error when it failed.",
+		Parameters: schema(map[string]any{
+			"status":   map[string]any{"type": "string", "enum": []string{"pass", "fail"}},
+			"evidence": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			"error":    map[string]any{"type": "string"},
+		}, "status")})
+	return specs
+}
+
+func schema(props map[string]any, required ...string) map[string]any {
+	return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
+}
+
+// ParseTarget reads jump_to_step / call_step arguments; a destination the
+// step may not use is an error for the model naming the allowed ones.
+func ParseTarget(g Graph, from, tool, args string) (string, error) {
+	var a struct {
+		Step string `json:"step"`
+	}
+	if err := strict(args, &a); err != nil {
+		return "", fmt.Errorf("%s: %v; call it again with {\"step\": \"<name>\"}", tool, err)
+	}
+	if !g.Allowed(from, a.Step) {
+		s, _ := g.Step(from)
+		if len(s.Destinations) == 0 {
+			return "", fmt.Errorf("%s: step %q cannot go to other steps; finish with complete_step", tool, from)
+		}
+		return "", fmt.Errorf("%s: %q is not a destination of step %q; use one of: %s", tool, a.Step, from, strings.Join(s.Destinations, ", "))
+	}
+	return a.Step, nil
+}
+
+// Completion is what complete_step reports.
+type Completion struct {
+	Status   string   `json:"status"` // pass or fail
+	Evidence []string `json:"evidence,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// ParseComplete reads complete_step arguments.
+func ParseComplete(args string) (Completion, error) {
+	var c Completion
+	if err := strict(args, &c); err != nil {
+		return c, fmt.Errorf("%s: %v; call it again with {\"status\": \"pass\"|\"fail\", \"evidence\": [paths], \"error\": \"…\"}", ToolComplete, err)
+	}
+	if c.Status != "pass" && c.Status != "fail" {
+		return c, fmt.Errorf("%s: status %q must be pass or fail", ToolComplete, c.Status)
+	}
+	if c.Status == "fail" && strings.TrimSpace(c.Error) == "" {
+		return c, fmt.Errorf("%s: a failed step needs an error saying what went wrong", ToolComplete)
+	}
+	return c, nil
+}
+
+func strict(args string, v any) error {
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("the arguments are not valid (%v)", err)
+	}
+	if dec.More() {
+		return fmt.Errorf("unexpected text after the arguments")
+	}
+	return nil
+}
