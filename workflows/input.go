@@ -165,6 +165,12 @@ func normalize(in *CoordinationInput, workflowID string) error {
 		problems = append(problems, fmt.Sprintf("max_steps_before_continue: %d is not allowed; use 0 (server decides) or more",
 			in.MaxStepsBeforeContinue))
 	}
+	if in.SessionID != "" && !validSessionID(in.SessionID) {
+		problems = append(problems, fmt.Sprintf("session_id: %q cannot name a storage folder; use 1-200 letters, digits, '.', '_' or '-' (not . or ..)", in.SessionID))
+	}
+	if in.SessionID == "" && !validSessionID(workflowID) {
+		problems = append(problems, fmt.Sprintf("session_id: the workflow id %q cannot name a storage folder; pass a session_id of letters, digits, '.', '_' or '-'", workflowID))
+	}
 	if s := in.State; s != nil && !sameAgents(s.Ledger, in.Config.AgentIDs()) {
 		problems = append(problems, "state.ledger: its agents differ from config.agents; state is written by the workflow itself, leave it out")
 	}
@@ -176,6 +182,21 @@ func normalize(in *CoordinationInput, workflowID string) error {
 		in.SessionID = workflowID
 	}
 	return nil
+}
+
+// validSessionID keeps a session id to one plain path element, so storage
+// keys built on it can never leave the storage root.
+func validSessionID(id string) bool {
+	if id == "" || id == "." || id == ".." || len(id) > 200 {
+		return false
+	}
+	for _, r := range id {
+		ok := r == '.' || r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func sameAgents(l coord.Ledger, ids []string) bool {
