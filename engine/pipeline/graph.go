@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/conclave-ai/conclave/engine/config"
 )
 
 // Status is how a step ended (seed 002), plus failed and not_run.
@@ -40,7 +42,12 @@ const DefaultMaxSteps = 100
 // Step is one node of the graph.
 type Step struct {
 	Name   string `json:"name"`
+	Title  string `json:"title,omitempty"`
 	Prompt string `json:"prompt,omitempty"`
+	// Backend overrides the pipeline's default model for this step.
+	Backend *config.Backend `json:"backend,omitempty"`
+	// Tools are the workspace tools the step may use (see KnownTools).
+	Tools []string `json:"tools,omitempty"`
 	// Next is the NextStepJump target after a completed step; "" stops.
 	Next string `json:"next,omitempty"`
 	// Destinations are where the model may jump_to_step or call_step from

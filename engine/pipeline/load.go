@@ -1,0 +1,191 @@
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/conclave-ai/conclave/engine/config"
+)
+
+// Definition is a loaded pipeline: the graph plus what each step runs with.
+type Definition struct {
+	Title string `json:"title,omitempty"`
+	Graph Graph  `json:"graph"`
+	// Context is the project context (a PRD…) every step gets a summary of.
+	Context string `json:"context,omitempty"`
+	// Backend is the default model of steps that name none.
+	Backend *config.Backend `json:"backend,omitempty"`
+}
+
+// pipelineFile is the YAML form of --pipeline FILE.
+type pipelineFile struct {
+	Title    string          `yaml:"title"`
+	Start    string          `yaml:"start"`
+	Context  string          `yaml:"context"` // a file, relative to the pipeline file
+	MaxSteps int             `yaml:"max_steps"`
+	Backend  *config.Backend `yaml:"backend"`
+	Steps    []struct {
+		Name          string          `yaml:"name"`
+		Title         string          `yaml:"title"`
+		Prompt        string          `yaml:"prompt"`
+		PromptFile    string          `yaml:"prompt_file"`
+		Backend       *config.Backend `yaml:"backend"`
+		Tools         []string        `yaml:"tools"`
+		MaxIterations int             `yaml:"max_iterations"`
+		Next          string          `yaml:"next"`
+		Destinations  []string        `yaml:"destinations"`
+		OnFailure     string          `yaml:"on_failure"`
+	} `yaml:"steps"`
+}
+
+// KnownTools are the tools a step may list.
+var KnownTools = []string{"list_files", "read_file", "write_file"}
+
+// LoadPipeline reads a pipeline YAML file and checks it before anything runs.
+func LoadPipeline(path string) (*Definition, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read pipeline: %w", err)
+	}
+	var f pipelineFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	d := &Definition{Title: f.Title, Backend: f.Backend, Graph: Graph{Start: f.Start, MaxSteps: f.MaxSteps}}
+	var errs []error
+	if f.Context != "" {
+		text, err := readInside(dir, f.Context)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("context: %w", err))
+		}
+		d.Context = text
+	}
+	for i, s := range f.Steps {
+		step := Step{Name: s.Name, Title: s.Title, Prompt: s.Prompt, Backend: s.Backend, Tools: s.Tools,
+			MaxIterations: s.MaxIterations, Next: s.Next, Destinations: s.Destinations, OnFailure: s.OnFailure}
+		switch {
+		case s.Prompt != "" && s.PromptFile != "":
+			errs = append(errs, fmt.Errorf("steps[%d] %q: give prompt or prompt_file, not both", i, s.Name))
+		case s.PromptFile != "":
+			text, err := readInside(dir, s.PromptFile)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("steps[%d] %q: prompt_file: %w", i, s.Name, err))
+			}
+			step.Prompt = text
+		case strings.TrimSpace(s.Prompt) == "":
+			errs = append(errs, fmt.Errorf("steps[%d] %q: no prompt or prompt_file", i, s.Name))
+		}
+		for _, tool := range s.Tools {
+			if !contains(KnownTools, tool) {
+				errs = append(errs, fmt.Errorf("steps[%d] %q: unknown tool %q; known tools: %s", i, s.Name, tool, strings.Join(KnownTools, ", ")))
+			}
+		}
+		if step.Backend == nil && d.Backend == nil {
+			errs = append(errs, fmt.Errorf("steps[%d] %q: no backend, and the pipeline has no default backend", i, s.Name))
+		}
+		d.Graph.Steps = append(d.Graph.Steps, step)
+	}
+	if err := d.Graph.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w", path, errors.Join(errs...))
+	}
+	return d, nil
+}
+
+// scenarioMeta is meta.yaml of a scenario directory (seed 004's shape).
+type scenarioMeta struct {
+	Title string `yaml:"title"`
+	Steps []struct {
+		ID    string `yaml:"id"`
+		Title string `yaml:"title"`
+		File  string `yaml:"file"`
+	} `yaml:"steps"`
+}
+
+var stepID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// LoadScenario reads a scenario directory as a linear pipeline: the steps
+// of meta.yaml in order, each step's Markdown from steps/<file>, and
+// prd.md (when present) as the project context. A step that fails stops
+// the run, as seed 004 says.
+func LoadScenario(dir string, backend *config.Backend) (*Definition, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "meta.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", dir, err)
+	}
+	var m scenarioMeta
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "meta.yaml"), err)
+	}
+	if len(m.Steps) == 0 {
+		return nil, fmt.Errorf("%s: no steps", filepath.Join(dir, "meta.yaml"))
+	}
+	d := &Definition{Title: m.Title, Backend: backend}
+	var errs []error
+	for i, s := range m.Steps {
+		if !stepID.MatchString(s.ID) {
+			errs = append(errs, fmt.Errorf("steps[%d]: id %q must be 1-64 of a-z, 0-9, '_' and '-'", i, s.ID))
+		}
+		prompt, err := readInside(filepath.Join(dir, "steps"), s.File)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("steps[%d] %q: %w", i, s.ID, err))
+		}
+		step := Step{Name: s.ID, Title: s.Title, Prompt: prompt, Tools: KnownTools}
+		if i+1 < len(m.Steps) {
+			step.Next = m.Steps[i+1].ID
+		}
+		d.Graph.Steps = append(d.Graph.Steps, step)
+	}
+	d.Graph.Start = m.Steps[0].ID
+	if prd, err := os.ReadFile(filepath.Join(dir, "prd.md")); err == nil {
+		d.Context = string(prd)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("prd.md: %w", err))
+	}
+	if err := d.Graph.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("scenario %s: %w", dir, errors.Join(errs...))
+	}
+	return d, nil
+}
+
+// readInside reads a file named relative to dir, refusing names that leave it.
+func readInside(dir, name string) (string, error) {
+	if name == "" || filepath.IsAbs(name) || strings.Contains(name, `\`) {
+		return "", fmt.Errorf("file %q must be a relative path inside %s", name, dir)
+	}
+	clean := filepath.Clean(name)
+	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("file %q leaves %s", name, dir)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, clean))
+	if err != nil {
+		return "", err
+	}
+	return string(data), nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
