@@ -10,65 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fuzzIDs are deliberately not in sorted order, so configuration order and
-// anonymous order differ.
-var fuzzIDs = []string{"agent_c", "agent_a", "agent_e", "agent_b", "agent_d"}
-
-// fuzzSim builds a consistent ledger from fuzz bytes: data[0] picks the number
-// of agents, then every (op, arg) pair is one event of one agent.
-func fuzzSim(data []byte) (*sim, []map[string]int) {
-	n := 1
-	if len(data) > 0 {
-		n += int(data[0]) % len(fuzzIDs)
-		data = data[1:]
-	}
-	s := newSim(fuzzIDs[:n]...)
-	history := []map[string]int{SeenSteps(s.l)}
-	return s, play(s, data, history)
-}
-
-// play applies events to s. history holds SeenSteps after every event, so a
-// vote can be cast on an older view, like a voter that decided before peers'
-// answers arrived.
-func play(s *sim, events []byte, history []map[string]int) []map[string]int {
-	n := len(s.l.Agents)
-	for i := 0; i+1 < len(events); i += 2 {
-		op, arg := events[i], int(events[i+1])
-		id := s.l.Agents[arg%n].ID
-		other := s.l.Agents[(arg/n)%n].ID
-		if s.agent(id).Failed {
-			continue
-		}
-		switch op % 10 {
-		case 0, 1, 2:
-			s.answer(id)
-		case 3, 4:
-			s.vote(id, other)
-		case 5:
-			seen := history[len(history)-1-(arg/(n*n))%len(history)]
-			s.voteSeen(id, other, seen)
-		case 6:
-			s.stop(id)
-		case 7:
-			if op/10%2 == 0 {
-				s.invalidVote(id)
-			} else {
-				s.missingVote(id)
-			}
-		case 8:
-			s.run(id)
-		case 9:
-			if op/10%3 == 0 {
-				s.fail(id)
-			} else {
-				s.voteSeen(id, other, nil)
-			}
-		}
-		history = append(history, SeenSteps(s.l))
-	}
-	return history
-}
-
 // seedLifecycle is seed 000's three rounds in fuzzSim's encoding (agents
 // agent_c, agent_a, agent_e): answers, two lagged votes and an answer, votes.
 var seedLifecycle = []byte{2, 0, 0, 0, 1, 0, 2, 5, 3, 5, 4, 0, 2, 3, 6, 3, 7, 3, 8}

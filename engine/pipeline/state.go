@@ -42,8 +42,14 @@ type State struct {
 	Seq  int  `json:"seq"`
 	Done bool `json:"done"`
 	// Outcome says why a finished run stopped: completed, failed (a step
-	// failed with on_failure stop), cancelled, or max_steps (the guard).
+	// failed with on_failure stop), cancelled, max_steps (the guard on
+	// total steps, usually a jump loop) or error (Next got a result it
+	// cannot act on). Reason says the same in words for max_steps and error.
 	Outcome string `json:"outcome,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Pending is the jump or call the model asked for during the current
+	// step (RequestJump, RequestCall); the next Advance performs it.
+	Pending *Request `json:"pending,omitempty"`
 	// Resume holds the messages the current step starts from when it is a
 	// caller coming back from a call; nil starts the step fresh.
 	Resume []llm.Message `json:"resume,omitempty"`
@@ -51,6 +57,14 @@ type State struct {
 
 // Begin starts a run at the graph's start step.
 func Begin(g Graph) State { return State{Current: g.Start} }
+
+// ResumeMessages are the messages a caller resumes with when the step it
+// called completes: its own messages exactly as saved, then ReturnMessage,
+// so the model keeps the full context of its earlier work (seed 002). The
+// slice is a copy, so the frame stays unchanged in history.
+func ResumeMessages(f Frame, summary string) []llm.Message {
+	return append(append(make([]llm.Message, 0, len(f.Messages)+1), f.Messages...), ReturnMessage(summary))
+}
 
 // ReturnMessage is what a caller is told when its called step completes.
 func ReturnMessage(summary string) llm.Message {
@@ -71,6 +85,9 @@ func Advance(g Graph, s State, r Result) (State, error) {
 		return s, fmt.Errorf("current step %q is not in the pipeline", s.Current)
 	}
 	next := State{Current: s.Current, Stack: append([]Frame(nil), s.Stack...), Seq: s.Seq + 1}
+	if r.Request == nil {
+		r.Request = s.Pending
+	}
 	if r.Request != nil && (r.Status == Completed || r.Status == CallPending) {
 		if !g.Allowed(step.Name, r.Request.Target) {
 			return s, fmt.Errorf("step %q may not %s to %q", step.Name, r.Request.Kind, r.Request.Target)
@@ -113,7 +130,7 @@ func proceed(step Step, next State, summary string) State {
 		caller := next.Stack[n-1]
 		next.Stack = next.Stack[:n-1]
 		next.Current = caller.Step
-		next.Resume = append(append([]llm.Message(nil), caller.Messages...), ReturnMessage(summary))
+		next.Resume = ResumeMessages(caller, summary)
 		return next
 	}
 	if step.Next == "" {
@@ -127,7 +144,8 @@ func proceed(step Step, next State, summary string) State {
 // guard ends a run that has used its step budget (a jump loop).
 func guard(g Graph, s State) State {
 	if !s.Done && s.Seq >= g.maxSteps() {
-		s.Done, s.Outcome = true, "max_steps"
+		s.Done, s.Outcome = true, OutcomeMaxSteps
+		s.Reason = fmt.Sprintf("stopped after %d steps, the pipeline's max_steps: steps keep jumping to each other; break the loop or raise max_steps", s.Seq)
 	}
 	return s
 }

@@ -50,14 +50,23 @@ func ParseTarget(g Graph, from, tool, args string) (string, error) {
 	if err := strict(args, &a); err != nil {
 		return "", fmt.Errorf("%s: %v; call it again with {\"step\": \"<name>\"}", tool, err)
 	}
-	if !g.Allowed(from, a.Step) {
-		s, _ := g.Step(from)
-		if len(s.Destinations) == 0 {
-			return "", fmt.Errorf("%s: step %q cannot go to other steps; finish with complete_step", tool, from)
-		}
-		return "", fmt.Errorf("%s: %q is not a destination of step %q; use one of: %s", tool, a.Step, from, strings.Join(s.Destinations, ", "))
+	if err := checkDestination(g, tool, from, a.Step); err != nil {
+		return "", err
 	}
 	return a.Step, nil
+}
+
+// checkDestination is the StepJumpController's rule, worded for the model:
+// it names the destinations it may use instead.
+func checkDestination(g Graph, tool, from, to string) error {
+	if g.Allowed(from, to) {
+		return nil
+	}
+	s, _ := g.Step(from)
+	if len(s.Destinations) == 0 {
+		return fmt.Errorf("%s: step %q cannot go to other steps; finish with complete_step", tool, from)
+	}
+	return fmt.Errorf("%s: %q is not a destination of step %q; use one of: %s", tool, to, from, strings.Join(s.Destinations, ", "))
 }
 
 // Completion is what complete_step reports.
