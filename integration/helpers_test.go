@@ -6,6 +6,7 @@ package integration
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,4 +92,19 @@ func decodePayloads(eventJSON string) string {
 		}
 	}
 	return b.String()
+}
+
+// runBin runs a built binary and returns its output and exit code.
+func runBin(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), errb.String(), ee.ExitCode()
+	}
+	require.NoError(t, err)
+	return out.String(), errb.String(), 0
 }

@@ -2,7 +2,9 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -58,6 +60,48 @@ type CoordinationInput struct {
 	// State is set by the workflow itself when it continues as new; leave it
 	// out when starting a session.
 	State *CarriedState `json:"state,omitempty"`
+
+	// decodeErr is why the JSON input could not be decoded. UnmarshalJSON
+	// keeps it instead of failing, because a decoding error inside the SDK
+	// fails the workflow with a retryable error that names no field;
+	// normalize reports it as invalid input.
+	decodeErr string
+}
+
+// UnmarshalJSON decodes the input; a JSON value of the wrong type is
+// reported by normalize as a non-retryable error naming the field.
+func (in *CoordinationInput) UnmarshalJSON(data []byte) error {
+	type plain CoordinationInput // drops this method, avoiding recursion
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		*in = CoordinationInput{decodeErr: describeDecodeError(err)}
+		return nil
+	}
+	*in = CoordinationInput(p)
+	return nil
+}
+
+func describeDecodeError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Sprintf("%s: must be %s, not a JSON %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
+	}
+	return "the input is not valid JSON: " + err.Error()
+}
+
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Bool:
+		return "true or false"
+	default:
+		return "a number"
+	}
 }
 
 // CarriedState is everything a continued run needs that is not in the
@@ -142,6 +186,10 @@ func validateHumanInput(h HumanInput) error {
 // `temporal workflow start` sees why the session did not start.
 func normalize(in *CoordinationInput, workflowID string) error {
 	var problems []string
+	if in.decodeErr != "" {
+		return temporal.NewNonRetryableApplicationError(
+			"invalid coordination input: "+in.decodeErr, "InvalidInput", nil)
+	}
 	if strings.TrimSpace(in.Task) == "" {
 		problems = append(problems, `task: required; say what the agents should do, e.g. {"task": "Write a haiku about durable execution"}`)
 	}
