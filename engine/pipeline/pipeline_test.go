@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -184,44 +183,4 @@ func TestParseComplete(t *testing.T) {
 		_, err := ParseComplete(bad)
 		require.ErrorContains(t, err, want, bad)
 	}
-}
-
-func TestStateJSONRoundTrip(t *testing.T) {
-	g := seedGraph()
-	s := advance(t, g, Begin(g), Result{Status: CallPending, Request: &Request{Kind: KindCall, Target: "lint"},
-		Messages: []llm.Message{{Role: "user", Content: "u"}}})
-	data, err := json.Marshal(s)
-	require.NoError(t, err)
-	var back State
-	require.NoError(t, json.Unmarshal(data, &back))
-	require.Equal(t, s, back)
-}
-
-// FuzzAdvance drives random results through a graph: Advance never panics
-// and never moves to a step the graph does not have.
-func FuzzAdvance(f *testing.F) {
-	f.Add([]byte{0, 1, 2, 3, 4, 5, 6})
-	f.Fuzz(func(t *testing.T, script []byte) {
-		g := seedGraph()
-		g.MaxSteps = 20
-		statuses := []Status{Completed, Cancelled, Error, MaxIterations, CallPending, Failed, "bogus"}
-		s := Begin(g)
-		for _, b := range script {
-			if s.Done {
-				return
-			}
-			r := Result{Status: statuses[int(b)%len(statuses)], Summary: "x"}
-			if b&0x10 != 0 {
-				r.Request = &Request{Kind: []string{KindJump, KindCall, "x"}[int(b>>5)%3], Target: g.Steps[int(b)%3].Name}
-			}
-			next, err := Advance(g, s, r)
-			if err != nil {
-				require.Equal(t, s, next, "a refused result changes nothing")
-				continue
-			}
-			_, ok := g.Step(next.Current)
-			require.True(t, ok, "moved to %q", next.Current)
-			s = next
-		}
-	})
 }
