@@ -35,6 +35,7 @@ type Registry interface {
 // Register registers the workflows of this package under their names.
 func Register(r Registry) {
 	r.RegisterWorkflowWithOptions(Coordination, workflow.RegisterOptions{Name: CoordinationName})
+	r.RegisterWorkflowWithOptions(Pipeline, workflow.RegisterOptions{Name: PipelineName})
 }
 
 // coordination is the state of one run. Workflow code is single-threaded

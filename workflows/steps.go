@@ -56,6 +56,11 @@ func agentStepOptions(agent string, step, heartbeatSeconds int) workflow.Activit
 // smallCtx carries the options of the short storage activities (InitSession,
 // WriteStatus, WriteInbox, SearchAttributesAvailable).
 func (w *coordination) smallCtx(ctx workflow.Context, summary string) workflow.Context {
+	return smallActivityCtx(ctx, summary)
+}
+
+// smallActivityCtx is smallCtx for every workflow of this package.
+func smallActivityCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{

@@ -8,6 +8,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -36,6 +37,8 @@ const (
 	OnFailureContinue = "continue"
 )
 
+var stepName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
 // DefaultMaxSteps stops a jump loop that would otherwise run forever.
 const DefaultMaxSteps = 100
 
@@ -57,7 +60,17 @@ type Step struct {
 	// OnFailure: "stop" (default), "continue" (as if completed) or a step
 	// to go to when this step fails, errors or runs out of iterations.
 	OnFailure string `json:"on_failure,omitempty"`
+	// Kind is KindAgent (one model, the default) or KindCoordination:
+	// several agents, the Team, decide the step in a Coordination session.
+	Kind string         `json:"kind,omitempty"`
+	Team *config.Config `json:"team,omitempty"`
 }
+
+// Step kinds.
+const (
+	KindAgent        = "agent"
+	KindCoordination = "coordination"
+)
 
 // Graph is a whole pipeline. Steps keep their declared order, which is
 // also the order of result listings.
@@ -112,8 +125,19 @@ func (g Graph) Validate() error {
 			errs = append(errs, fmt.Errorf("steps[%d] has no name", i))
 		case seen[s.Name]:
 			errs = append(errs, fmt.Errorf("step %q is declared twice", s.Name))
+		case !stepName.MatchString(s.Name):
+			errs = append(errs, fmt.Errorf("step %q: a name is 1-64 letters, digits, '_', '-' and '.', starting with a letter or digit (it names the step's storage folder)", s.Name))
 		}
 		seen[s.Name] = true
+		switch s.Kind {
+		case "", KindAgent:
+		case KindCoordination:
+			if s.Team == nil {
+				errs = append(errs, fmt.Errorf("step %q: kind coordination needs a team config", s.Name))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("step %q: kind %q must be agent or coordination", s.Name, s.Kind))
+		}
 		if s.MaxIterations < 0 {
 			errs = append(errs, fmt.Errorf("step %q: max_iterations %d is negative", s.Name, s.MaxIterations))
 		}

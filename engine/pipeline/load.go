@@ -42,6 +42,8 @@ type pipelineFile struct {
 		Next          string          `yaml:"next"`
 		Destinations  []string        `yaml:"destinations"`
 		OnFailure     string          `yaml:"on_failure"`
+		Kind          string          `yaml:"kind"`
+		Config        string          `yaml:"config"` // team config of a coordination step
 	} `yaml:"steps"`
 }
 
@@ -72,7 +74,7 @@ func LoadPipeline(path string) (*Definition, error) {
 	}
 	for i, s := range f.Steps {
 		step := Step{Name: s.Name, Title: s.Title, Prompt: s.Prompt, Backend: s.Backend, Tools: s.Tools,
-			MaxIterations: s.MaxIterations, Next: s.Next, Destinations: s.Destinations, OnFailure: s.OnFailure}
+			MaxIterations: s.MaxIterations, Next: s.Next, Destinations: s.Destinations, OnFailure: s.OnFailure, Kind: s.Kind}
 		switch {
 		case s.Prompt != "" && s.PromptFile != "":
 			errs = append(errs, fmt.Errorf("steps[%d] %q: give prompt or prompt_file, not both", i, s.Name))
@@ -90,7 +92,15 @@ func LoadPipeline(path string) (*Definition, error) {
 				errs = append(errs, fmt.Errorf("steps[%d] %q: unknown tool %q; known tools: %s", i, s.Name, tool, strings.Join(KnownTools, ", ")))
 			}
 		}
-		if step.Backend == nil && d.Backend == nil {
+		if s.Config != "" {
+			team, err := loadTeam(dir, s.Config)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("steps[%d] %q: config: %w", i, s.Name, err))
+			}
+			step.Team = team
+		}
+		// A coordination step's agents bring their own models.
+		if step.Kind != KindCoordination && step.Backend == nil && d.Backend == nil {
 			errs = append(errs, fmt.Errorf("steps[%d] %q: no backend, and the pipeline has no default backend", i, s.Name))
 		}
 		d.Graph.Steps = append(d.Graph.Steps, step)
@@ -102,6 +112,19 @@ func LoadPipeline(path string) (*Definition, error) {
 		return nil, fmt.Errorf("%s: %w", path, errors.Join(errs...))
 	}
 	return d, nil
+}
+
+// loadTeam reads a coordination step's Conclave config, relative to dir.
+func loadTeam(dir, name string) (*config.Config, error) {
+	text, err := readInside(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Parse([]byte(text), name)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // scenarioMeta is meta.yaml of a scenario directory (seed 004's shape).

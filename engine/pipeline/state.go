@@ -26,12 +26,16 @@ type Result struct {
 	// Messages are the step's messages when it yielded to a call; they are
 	// restored when the called step returns.
 	Messages []llm.Message `json:"messages,omitempty"`
+	// MessagesKey is where a driver stored those messages instead, to keep
+	// them out of workflow history; it is restored with the caller.
+	MessagesKey string `json:"messages_key,omitempty"`
 }
 
 // Frame is a caller waiting on the call stack.
 type Frame struct {
 	Step     string        `json:"step"`
-	Messages []llm.Message `json:"messages"`
+	Messages []llm.Message `json:"messages,omitempty"`
+	Key      string        `json:"key,omitempty"` // Result.MessagesKey of the call
 }
 
 // State is the whole progress of a pipeline run.
@@ -53,6 +57,9 @@ type State struct {
 	// Resume holds the messages the current step starts from when it is a
 	// caller coming back from a call; nil starts the step fresh.
 	Resume []llm.Message `json:"resume,omitempty"`
+	// ResumeKey is the returning caller's Frame.Key: the driver loads the
+	// messages stored there and appends Resume to them.
+	ResumeKey string `json:"resume_key,omitempty"`
 }
 
 // Begin starts a run at the graph's start step.
@@ -94,7 +101,7 @@ func Advance(g Graph, s State, r Result) (State, error) {
 		}
 		switch r.Request.Kind {
 		case KindCall:
-			next.Stack = append(next.Stack, Frame{Step: step.Name, Messages: r.Messages})
+			next.Stack = append(next.Stack, Frame{Step: step.Name, Messages: r.Messages, Key: r.MessagesKey})
 			next.Current = r.Request.Target
 		case KindJump:
 			next.Current = r.Request.Target
@@ -131,6 +138,7 @@ func proceed(step Step, next State, summary string) State {
 		next.Stack = next.Stack[:n-1]
 		next.Current = caller.Step
 		next.Resume = ResumeMessages(caller, summary)
+		next.ResumeKey = caller.Key
 		return next
 	}
 	if step.Next == "" {

@@ -1,0 +1,119 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/pipeline"
+	"github.com/conclave-ai/conclave/internal/llmtest"
+)
+
+func graph() pipeline.Graph {
+	return pipeline.Graph{Start: "main", Steps: []pipeline.Step{
+		{Name: "main", Prompt: "Write the code.", Tools: []string{"write_file", "read_file"}, Next: "lint", Destinations: []string{"lint"}},
+		{Name: "lint", Prompt: "Lint it."},
+		{Name: "export", Prompt: "Export it."},
+	}}
+}
+
+func input(t *testing.T, srv *llmtest.Server, step string) Input {
+	t.Helper()
+	m, err := llm.New(llm.Config{Model: "m", BaseURL: srv.URL()}, "test-key")
+	require.NoError(t, err)
+	return Input{Graph: graph(), Step: step, Task: "a CLI", Workspace: t.TempDir(), Model: m, ModelName: "m"}
+}
+
+func TestDestinationNotAllowedIsAToolError(t *testing.T) {
+	srv := llmtest.Start(t,
+		llmtest.Call("jump_to_step", `{"step":"export"}`).Once(),
+		llmtest.Text("done without jumping"),
+	)
+	out, tr, err := Run(context.Background(), input(t, srv, "main"))
+	require.NoError(t, err)
+	require.Equal(t, pipeline.Completed, out.Status)
+	require.Nil(t, out.Request)
+	tool := tr.Messages[3]
+	require.Equal(t, llm.RoleTool, tool.Role)
+	require.Contains(t, tool.Content, `"export" is not a destination of step "main"; use one of: lint`)
+	// The model saw the error before its next call.
+	require.Contains(t, srv.Requests()[1].Last().Content, "not a destination")
+}
+
+func TestJumpEndsTheStep(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Call("jump_to_step", `{"step":"lint"}`))
+	out, _, err := Run(context.Background(), input(t, srv, "main"))
+	require.NoError(t, err)
+	require.Equal(t, pipeline.Completed, out.Status)
+	require.Equal(t, &pipeline.Request{Kind: pipeline.KindJump, Target: "lint"}, out.Request)
+	require.Equal(t, 1, srv.Count())
+}
+
+func TestCompleteStepNeedsRealEvidence(t *testing.T) {
+	srv := llmtest.Start(t,
+		llmtest.Call("complete_step", `{"status":"pass","evidence":["report.txt"]}`).Once(),
+		llmtest.Call("write_file", `{"path":"report.txt","content":"ok"}`).Once(),
+		llmtest.Call("complete_step", `{"status":"pass","evidence":["report.txt"]}`),
+	)
+	in := input(t, srv, "main")
+	out, _, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, pipeline.Completed, out.Status)
+	require.Equal(t, []string{"report.txt"}, out.Evidence)
+	require.Contains(t, srv.Requests()[1].Last().Content, `evidence "report.txt" is not a file in the workspace`)
+	require.Equal(t, 3, srv.Count())
+}
+
+func TestFailAndMaxIterations(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Call("complete_step", `{"status":"fail","error":"tests fail"}`))
+	out, _, err := Run(context.Background(), input(t, srv, "lint"))
+	require.NoError(t, err)
+	require.Equal(t, pipeline.Failed, out.Status)
+	require.Equal(t, "tests fail", out.Error)
+
+	srv = llmtest.Start(t, llmtest.Call("read_file", `{"path":"nothing"}`))
+	in := input(t, srv, "main")
+	in.Graph.Steps[0].MaxIterations = 2
+	out, _, err = Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, pipeline.MaxIterations, out.Status)
+	require.Equal(t, 2, srv.Count())
+}
+
+func TestResumeRepeatsNoCompletedCall(t *testing.T) {
+	// The first attempt checkpoints after its write, then "dies" (the
+	// model fails); the retry rebuilds the workspace from the transcript
+	// and goes on from the next call.
+	srv := llmtest.Start(t,
+		llmtest.Call("write_file", `{"path":"a.txt","content":"A"}`).Once(),
+		llmtest.Fail(400, "bad request").Once(),
+		llmtest.Call("complete_step", `{"status":"pass","evidence":["a.txt"]}`),
+	)
+	in := input(t, srv, "main")
+	var saved *Transcript
+	in.Checkpoint = func(_ context.Context, t *Transcript) error { c := *t; saved = &c; return nil }
+	_, _, err := Run(context.Background(), in)
+	require.Error(t, err)
+	require.Equal(t, 1, saved.Turns)
+
+	in.Workspace = t.TempDir() // a new worker: the old workspace is gone
+	in.Transcript = saved
+	out, _, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, pipeline.Completed, out.Status)
+	data, err := os.ReadFile(filepath.Join(in.Workspace, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "A", string(data))
+	require.Equal(t, 3, srv.Count(), "the write is not asked for again")
+
+	// A finished transcript returns its outcome without a model call.
+	in.Transcript = saved
+	again, _, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, out.Status, again.Status)
+	require.Equal(t, 3, srv.Count())
+}

@@ -1,0 +1,303 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/pipeline"
+)
+
+// Names of the pipeline workflow and its query.
+const (
+	PipelineName  = "Pipeline"
+	QueryProgress = "progress"
+	// QueryInput returns the run's input, so `conclave pipeline resume`
+	// can start the same definition again.
+	QueryInput = "input"
+	// ErrTypePipelineFailed is the failure type of a run that did not
+	// complete; its details hold the run's result.json.
+	ErrTypePipelineFailed = "PipelineFailed"
+)
+
+// Run statuses of a pipeline besides the step statuses.
+const (
+	PipelineRunning   = "running"
+	PipelineCompleted = "completed"
+)
+
+// PipelineInput starts a pipeline run. The run id is the workflow id, and
+// the run's files live under <storage>/<run_id>/.
+type PipelineInput struct {
+	Definition activities.PipelineDefinition `json:"definition"`
+	// Input is the user's request, given to every step.
+	Input string `json:"input"`
+	// ResumeFrom is an earlier run whose leading completed steps this run
+	// reuses instead of running them again.
+	ResumeFrom           string `json:"resume_from,omitempty"`
+	StepHeartbeatSeconds int    `json:"step_heartbeat_seconds,omitempty"`
+}
+
+// Pipeline walks a step graph (engine/pipeline): each step is one
+// PipelineStep activity with an isolated context, or a Coordination child
+// workflow for a coordination step. result.json is written after every
+// step. A run that does not complete fails with ErrTypePipelineFailed and
+// its result as details, so the Web UI shows it as failed.
+func Pipeline(ctx workflow.Context, in PipelineInput) (activities.PipelineResult, error) {
+	runID := workflow.GetInfo(ctx).WorkflowExecution.ID
+	if err := checkPipelineInput(in, runID); err != nil {
+		return activities.PipelineResult{}, err
+	}
+	p := &pipelineRun{in: in, runID: runID, graph: in.Definition.Graph, state: pipeline.Begin(in.Definition.Graph), status: PipelineRunning}
+	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (activities.PipelineResult, error) {
+		return p.result(), nil
+	}); err != nil {
+		return activities.PipelineResult{}, err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryInput, func() (PipelineInput, error) { return in, nil }); err != nil {
+		return activities.PipelineResult{}, err
+	}
+	if err := p.init(ctx); err != nil {
+		return p.result(), err
+	}
+	for !p.state.Done {
+		if err := p.step(ctx); err != nil {
+			return p.result(), err
+		}
+	}
+	return p.finish(ctx)
+}
+
+func checkPipelineInput(in PipelineInput, runID string) error {
+	var problems []string
+	if !validSessionID(runID) {
+		problems = append(problems, fmt.Sprintf("the workflow id %q cannot name a storage folder; use letters, digits, '.', '_' or '-'", runID))
+	}
+	if err := in.Definition.Graph.Validate(); err != nil {
+		problems = append(problems, "definition.graph: "+strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	if in.ResumeFrom != "" && (!validSessionID(in.ResumeFrom) || in.ResumeFrom == runID) {
+		problems = append(problems, fmt.Sprintf("resume_from: %q must be the id of another, earlier run", in.ResumeFrom))
+	}
+	if in.StepHeartbeatSeconds < 0 {
+		problems = append(problems, "step_heartbeat_seconds: must be positive or left out")
+	}
+	if len(problems) > 0 {
+		return temporal.NewNonRetryableApplicationError("invalid pipeline input: "+strings.Join(problems, "; "), "InvalidInput", nil)
+	}
+	return nil
+}
+
+type pipelineRun struct {
+	in       PipelineInput
+	runID    string
+	graph    pipeline.Graph
+	state    pipeline.State
+	status   string
+	location string
+	context  string
+	entries  []activities.PipelineStepEntry
+	usage    coord.Usage
+	// last is the latest step; from the latest folder with a workspace.
+	last *activities.PipelineStepResult
+	from string
+}
+
+func (p *pipelineRun) init(ctx workflow.Context) error {
+	var res activities.InitPipelineResult
+	err := workflow.ExecuteActivity(p.smallCtx(ctx, "init pipeline"), activities.NameInitPipeline, activities.InitPipelineInput{
+		RunID: p.runID, Definition: p.in.Definition, Input: p.in.Input, ResumeFrom: p.in.ResumeFrom,
+	}).Get(ctx, &res)
+	if err != nil {
+		return p.end(ctx, string(pipeline.Error), "init: "+failureMessage(err))
+	}
+	p.location, p.context = res.Location, res.Context
+	p.usage = addUsage(p.usage, res.Usage)
+	if p.in.ResumeFrom == "" {
+		return nil
+	}
+	var reuse activities.PipelineReuseResult
+	err = workflow.ExecuteActivity(p.smallCtx(ctx, "reuse steps of "+p.in.ResumeFrom), activities.NamePipelineReuse,
+		activities.PipelineReuseInput{RunID: p.runID, From: p.in.ResumeFrom}).Get(ctx, &reuse)
+	if err != nil {
+		return p.end(ctx, string(pipeline.Error), "resume: "+failureMessage(err))
+	}
+	for _, r := range reuse.Steps {
+		// A step is reused only where this run's graph takes the same path.
+		if p.state.Done || r.Step != p.state.Current || r.Seq != p.state.Seq+1 {
+			break
+		}
+		p.advance(r)
+	}
+	p.writeResult(ctx)
+	return nil
+}
+
+// step runs the current step and moves past it.
+func (p *pipelineRun) step(ctx workflow.Context) error {
+	step, _ := p.graph.Step(p.state.Current)
+	seq := p.state.Seq + 1
+	start := workflow.Now(ctx)
+	var r activities.PipelineStepResult
+	var err error
+	if step.Kind == pipeline.KindCoordination {
+		r, err = p.coordinate(ctx, step, seq)
+	} else {
+		r, err = p.runStep(ctx, step, seq)
+	}
+	if err != nil {
+		if temporal.IsCanceledError(err) || ctx.Err() != nil {
+			p.entries = append(p.entries, activities.PipelineStepEntry{Seq: seq, Name: step.Name, Status: pipeline.Cancelled,
+				DurationMs: workflow.Now(ctx).Sub(start).Milliseconds(), Evidence: []string{}})
+			dctx, cancel := workflow.NewDisconnectedContext(ctx)
+			defer cancel()
+			p.status = string(pipeline.Cancelled)
+			p.writeResult(dctx)
+			return temporal.NewCanceledError(p.result())
+		}
+		r = activities.PipelineStepResult{Seq: seq, Step: step.Name, Status: pipeline.Error, Error: failureMessage(err)}
+	}
+	r.DurationMs = workflow.Now(ctx).Sub(start).Milliseconds()
+	p.advance(r)
+	p.writeResult(ctx)
+	return nil
+}
+
+// advance records a step's result and feeds it to the state machine.
+func (p *pipelineRun) advance(r activities.PipelineStepResult) {
+	evidence := r.Evidence
+	if evidence == nil {
+		evidence = []string{}
+	}
+	p.entries = append(p.entries, activities.PipelineStepEntry{
+		Seq: r.Seq, Name: r.Step, Status: r.Status, DurationMs: r.DurationMs, Usage: r.Usage,
+		Evidence: evidence, Error: r.Error, Summary: activities.Preview(r.Summary), Folder: r.Folder,
+		Session: r.Session, Reused: r.Reused,
+	})
+	p.usage = addUsage(p.usage, r.Usage)
+	p.state, _, _ = pipeline.Next(p.graph, p.state, pipeline.Result{
+		Status: r.Status, Summary: r.Summary, Request: r.Request, MessagesKey: r.MessagesKey,
+	})
+	last := r
+	p.last = &last
+	if r.Folder != "" {
+		p.from = r.Folder
+	}
+}
+
+func (p *pipelineRun) runStep(ctx workflow.Context, step pipeline.Step, seq int) (activities.PipelineStepResult, error) {
+	in := activities.PipelineStepInput{
+		RunID: p.runID, Seq: seq, Step: step.Name, Title: p.in.Definition.Title, Graph: p.graph,
+		Backend: p.in.Definition.Backend, Input: p.in.Input, Context: p.context, Previous: p.previous(),
+		From: p.from, ResumeKey: p.state.ResumeKey, Resume: p.state.Resume,
+	}
+	var r activities.PipelineStepResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, p.stepOptions(step.Name, seq)),
+		activities.NamePipelineStep, in).Get(ctx, &r)
+	return r, err
+}
+
+func (p *pipelineRun) previous() *pipeline.Previous {
+	if p.last == nil {
+		return nil
+	}
+	return &pipeline.Previous{Name: p.last.Step, Status: string(p.last.Status), Summary: activities.Preview(p.last.Summary)}
+}
+
+func (p *pipelineRun) stepOptions(name string, seq int) workflow.ActivityOptions {
+	o := agentStepOptions("", seq, p.in.StepHeartbeatSeconds)
+	o.StartToCloseTimeout = 2 * time.Hour
+	o.Summary = fmt.Sprintf("step %d · %s", seq, name)
+	return o
+}
+
+func (p *pipelineRun) smallCtx(ctx workflow.Context, summary string) workflow.Context {
+	return smallActivityCtx(ctx, summary)
+}
+
+// finish ends the run: completed returns the result; anything else fails
+// the workflow with the result as details.
+func (p *pipelineRun) finish(ctx workflow.Context) (activities.PipelineResult, error) {
+	p.status = p.state.Outcome
+	if p.status == "" {
+		p.status = string(pipeline.Error)
+	}
+	p.writeResult(ctx)
+	if p.status == PipelineCompleted {
+		return p.result(), nil
+	}
+	return p.result(), p.failure()
+}
+
+// end stops a run that cannot go on before or between steps.
+func (p *pipelineRun) end(ctx workflow.Context, status, reason string) error {
+	p.status, p.state.Reason, p.state.Done = status, reason, true
+	p.writeResult(ctx)
+	return p.failure()
+}
+
+func (p *pipelineRun) failure() error {
+	msg := fmt.Sprintf("pipeline run %s ended %s", p.runID, p.status)
+	if n := len(p.entries); n > 0 && p.status == string(pipeline.Failed) {
+		e := p.entries[n-1]
+		msg = fmt.Sprintf("pipeline run %s failed at step %d · %s (%s)", p.runID, e.Seq, e.Name, e.Status)
+		if e.Error != "" {
+			msg += ": " + e.Error
+		}
+	}
+	if p.state.Reason != "" {
+		msg += ": " + p.state.Reason
+	}
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypePipelineFailed, nil, p.result())
+}
+
+// result is result.json: every step run so far in order, then the steps
+// the run never reached as not_run.
+func (p *pipelineRun) result() activities.PipelineResult {
+	r := activities.PipelineResult{
+		RunID: p.runID, Title: p.in.Definition.Title, Status: p.status, Reason: p.state.Reason,
+		Usage: p.usage, ResumeFrom: p.in.ResumeFrom, Location: p.location,
+		Steps: append([]activities.PipelineStepEntry{}, p.entries...),
+	}
+	if !p.state.Done {
+		r.Current = p.state.Current
+	}
+	ran := map[string]bool{}
+	for _, e := range p.entries {
+		ran[e.Name] = true
+	}
+	for _, s := range p.graph.Steps {
+		if !ran[s.Name] {
+			r.Steps = append(r.Steps, activities.PipelineStepEntry{Name: s.Name, Status: pipeline.NotRun, Evidence: []string{}})
+		}
+	}
+	return r
+}
+
+func (p *pipelineRun) writeResult(ctx workflow.Context) {
+	err := workflow.ExecuteActivity(p.smallCtx(ctx, "write result.json"), activities.NameWritePipelineResult,
+		activities.WritePipelineResultInput{RunID: p.runID, Result: p.result()}).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("result.json not written; the workflow result and the progress query still have it", "error", err)
+	}
+}
+
+// failureMessage is the innermost message of an activity or child failure,
+// which is what the user can act on.
+func failureMessage(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Error()
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return "timed out (" + timeout.TimeoutType().String() + "): " + err.Error()
+	}
+	return err.Error()
+}

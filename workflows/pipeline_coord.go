@@ -1,0 +1,45 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/engine/pipeline"
+)
+
+// coordinate runs a coordination step: a Coordination session as a child
+// workflow, whose agents get the step's isolated context as their task.
+// Its final answer is the step's result; its final workspace joins the
+// run's shared files.
+func (p *pipelineRun) coordinate(ctx workflow.Context, step pipeline.Step, seq int) (activities.PipelineStepResult, error) {
+	folder := activities.StepFolder(seq, step.Name)
+	sessionID := fmt.Sprintf("%s.%03d-%s", p.runID, seq, step.Name)
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:    sessionID,
+		StaticSummary: fmt.Sprintf("step %d · %s", seq, step.Name),
+	})
+	in := CoordinationInput{
+		Task:                 pipeline.StepMessage(step, p.context, p.previous(), p.in.Input),
+		Config:               *step.Team,
+		SessionID:            sessionID,
+		StepHeartbeatSeconds: p.in.StepHeartbeatSeconds,
+	}
+	var cr CoordinationResult
+	res := activities.PipelineStepResult{Seq: seq, Step: step.Name, Folder: folder, Session: sessionID}
+	if err := workflow.ExecuteChildWorkflow(cctx, CoordinationName, in).Get(ctx, &cr); err != nil {
+		if ctx.Err() != nil {
+			return res, err
+		}
+		res.Status, res.Error = pipeline.Error, "coordination session "+sessionID+": "+failureMessage(err)
+		res.Folder = ""
+		return res, nil
+	}
+	res.Status, res.Summary, res.Usage = pipeline.Completed, cr.FinalAnswer, cr.Usage
+	err := workflow.ExecuteActivity(p.smallCtx(ctx, fmt.Sprintf("store step %d · %s", seq, step.Name)),
+		activities.NameAdoptSession, activities.AdoptSessionInput{
+			RunID: p.runID, Folder: folder, From: p.from, Session: sessionID, Result: res,
+		}).Get(ctx, nil)
+	return res, err
+}

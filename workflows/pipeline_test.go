@@ -1,0 +1,231 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/pipeline"
+	"github.com/conclave-ai/conclave/engine/storage"
+	"github.com/conclave-ai/conclave/internal/llmtest"
+	"github.com/conclave-ai/conclave/internal/pipelinetest"
+)
+
+// The pipeline tests run the real activities on a local store, with the
+// scripted model behind the real openai-go client.
+
+type pipelineHarness struct {
+	t     *testing.T
+	store storage.Store
+	srv   *llmtest.Server
+	acts  *activities.Activities
+}
+
+func newPipelineHarness(t *testing.T, rules ...llmtest.Rule) *pipelineHarness {
+	t.Helper()
+	st, err := storage.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	srv := llmtest.Start(t, rules...)
+	acts := &activities.Activities{Store: st, Models: func(_ *config.Config, a *config.Agent) (llm.Model, error) {
+		return llm.New(llm.Config{Model: a.Backend.Model, BaseURL: a.Backend.BaseURL}, "test-key")
+	}}
+	return &pipelineHarness{t: t, store: st, srv: srv, acts: acts}
+}
+
+func (h *pipelineHarness) backend() *config.Backend {
+	return &config.Backend{Type: "openai", Model: "m-pipe", BaseURL: h.srv.URL()}
+}
+
+// run runs one pipeline workflow to its end under run id id.
+func (h *pipelineHarness) run(id string, in PipelineInput) (activities.PipelineResult, error) {
+	h.t.Helper()
+	env := quietSuite().NewTestWorkflowEnvironment()
+	Register(env)
+	env.RegisterActivity(h.acts)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
+	env.ExecuteWorkflow(PipelineName, in)
+	require.True(h.t, env.IsWorkflowCompleted())
+	var res activities.PipelineResult
+	if err := env.GetWorkflowError(); err != nil {
+		var app *temporal.ApplicationError
+		require.True(h.t, errors.As(err, &app), "unexpected failure %v", err)
+		require.Equal(h.t, ErrTypePipelineFailed, app.Type(), "%v", err)
+		require.NoError(h.t, app.Details(&res))
+		return res, err
+	}
+	require.NoError(h.t, env.GetWorkflowResult(&res))
+	return res, nil
+}
+
+func (h *pipelineHarness) stored(runID string) activities.PipelineResult {
+	h.t.Helper()
+	data, err := h.store.Get(context.Background(), runID+"/"+activities.PipelineResultKey)
+	require.NoError(h.t, err)
+	var r activities.PipelineResult
+	require.NoError(h.t, json.Unmarshal(data, &r))
+	return r
+}
+
+func statuses(r activities.PipelineResult) []pipeline.Status {
+	var out []pipeline.Status
+	for _, s := range r.Steps {
+		out = append(out, s.Status)
+	}
+	return out
+}
+
+func TestPipelineScenarioFailsThenResumes(t *testing.T) {
+	agent := pipelinetest.NewAgent("s3")
+	h := newPipelineHarness(t, agent.Rule())
+	dir := t.TempDir()
+	require.NoError(t, pipelinetest.WriteScenario(dir, 5, 200))
+	def, err := pipeline.LoadScenario(dir, h.backend())
+	require.NoError(t, err)
+	in := PipelineInput{Definition: activities.PipelineDefinition{Title: def.Title, Graph: def.Graph, Context: def.Context, Backend: def.Backend}, Input: "build it"}
+
+	res, err := h.run("run-1", in)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "failed at step 3 · s3")
+	require.Contains(t, err.Error(), "s3: the check failed")
+	want := []pipeline.Status{pipeline.Completed, pipeline.Completed, pipeline.Failed, pipeline.NotRun, pipeline.NotRun}
+	require.Equal(t, want, statuses(res))
+	stored := h.stored("run-1")
+	require.Equal(t, want, statuses(stored))
+	require.Equal(t, "failed", stored.Status)
+	require.Equal(t, []string{"steps/001-s1/workspace/s1.md"}, stored.Steps[0].Evidence)
+	require.Equal(t, "s3: the check failed", stored.Steps[2].Error)
+	require.Positive(t, stored.Steps[0].Usage.InputTokens)
+	// Step 2 started from step 1's files and was told step 1's status.
+	data, err := h.store.Get(context.Background(), "run-1/steps/002-s2/workspace/s1.md")
+	require.NoError(t, err)
+	require.Contains(t, string(data), "s1 done")
+	calls := h.srv.Count()
+
+	// The user fixes the cause; resume reuses s1 and s2 and runs s3-s5.
+	agent.SetFailing()
+	in.ResumeFrom = "run-1"
+	res, err = h.run("run-2", in)
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Status)
+	require.Equal(t, []pipeline.Status{pipeline.Completed, pipeline.Completed, pipeline.Completed, pipeline.Completed, pipeline.Completed}, statuses(res))
+	require.True(t, res.Steps[0].Reused && res.Steps[1].Reused, "%+v", res.Steps)
+	require.False(t, res.Steps[2].Reused)
+	for _, req := range h.srv.Requests()[calls:] {
+		step := pipelinetest.StepOf(req)
+		require.NotContains(t, []string{"s1", "s2"}, step, "resume re-ran a completed step")
+	}
+	require.Equal(t, 6, h.srv.Count()-calls, "s3, s4 and s5 take two model calls each")
+	// The resumed run has every step's files, the reused ones copied over.
+	for _, key := range []string{"steps/001-s1/output.json", "steps/002-s2/workspace/s2.md", "steps/005-s5/workspace/s5.md"} {
+		_, err := h.store.Get(context.Background(), "run-2/"+key)
+		require.NoError(t, err, key)
+	}
+	require.Equal(t, "completed", h.stored("run-2").Status)
+}
+
+func TestPipelineCallReturnsToCaller(t *testing.T) {
+	// main calls lint; lint completes; main resumes with its own messages
+	// and the result, then completes; the run then follows main's next.
+	var mainSaw []llmtest.Request
+	rules := []llmtest.Rule{
+		llmtest.Func(func(req llmtest.Request) llmtest.Reply {
+			if req.Last().Role == "user" && req.Last().Content == "[Called step completed with result: lint is clean]" {
+				mainSaw = append(mainSaw, req)
+				return llmtest.Reply{Text: "main finished after lint"}
+			}
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "call_step", Arguments: `{"step":"lint"}`}}}
+		}).IfContains("# Step: main"),
+		llmtest.Text("lint is clean").IfContains("# Step: lint"),
+		llmtest.Text("exported").IfContains("# Step: export"),
+	}
+	h := newPipelineHarness(t, rules...)
+	g := pipeline.Graph{Start: "main", Steps: []pipeline.Step{
+		{Name: "main", Prompt: "Write the code.", Next: "export", Destinations: []string{"lint"}},
+		{Name: "lint", Prompt: "Lint the code."},
+		{Name: "export", Prompt: "Export."},
+	}}
+	res, err := h.run("run-call", PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	require.NoError(t, err)
+	var names []string
+	for _, s := range res.Steps {
+		names = append(names, s.Name+":"+string(s.Status))
+	}
+	require.Equal(t, []string{"main:call_pending", "lint:completed", "main:completed", "export:completed"}, names)
+	require.Len(t, mainSaw, 1)
+	// The caller resumed with its exact earlier messages: system, user,
+	// its call_step, the tool answer, then the return message.
+	msgs := mainSaw[0].Messages
+	require.Len(t, msgs, 5)
+	require.Equal(t, "call_step", msgs[2].ToolCalls[0].Name)
+	require.Equal(t, "tool", msgs[3].Role)
+	data, err := h.store.Get(context.Background(), "run-call/steps/001-main/messages.json")
+	require.NoError(t, err)
+	var saved []llm.Message
+	require.NoError(t, json.Unmarshal(data, &saved))
+	require.Len(t, saved, 4)
+	require.Equal(t, saved[1].Content, msgs[1].Content)
+}
+
+func TestPipelineJumpLoopStopsAtMaxSteps(t *testing.T) {
+	h := newPipelineHarness(t,
+		llmtest.Call("jump_to_step", `{"step":"b"}`).IfContains("# Step: a"),
+		llmtest.Call("jump_to_step", `{"step":"a"}`).IfContains("# Step: b"),
+	)
+	g := pipeline.Graph{Start: "a", MaxSteps: 6, Steps: []pipeline.Step{
+		{Name: "a", Prompt: "A", Destinations: []string{"b"}},
+		{Name: "b", Prompt: "B", Destinations: []string{"a"}},
+	}}
+	res, err := h.run("run-loop", PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	require.Error(t, err)
+	require.Equal(t, pipeline.OutcomeMaxSteps, res.Status)
+	require.Len(t, res.Steps, 6)
+	require.Contains(t, err.Error(), "max_steps")
+	require.Equal(t, 6, h.srv.Count(), "one model call per step, no more")
+}
+
+func TestPipelineMaxIterationsAndOnFailure(t *testing.T) {
+	// work never finishes (it keeps listing files); on_failure sends the
+	// run to fix, which completes.
+	h := newPipelineHarness(t,
+		llmtest.Call("list_files", `{}`).IfContains("# Step: work"),
+		llmtest.Text("fixed").IfContains("# Step: fix"),
+	)
+	g := pipeline.Graph{Start: "work", Steps: []pipeline.Step{
+		{Name: "work", Prompt: "Work.", Tools: []string{"list_files"}, MaxIterations: 3, OnFailure: "fix"},
+		{Name: "fix", Prompt: "Fix."},
+	}}
+	res, err := h.run("run-iter", PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	require.NoError(t, err)
+	require.Equal(t, []pipeline.Status{pipeline.MaxIterations, pipeline.Completed}, statuses(res))
+	require.Contains(t, res.Steps[0].Error, "max_iterations 3")
+	require.Equal(t, 4, h.srv.Count())
+}
+
+func TestPipelineModelRejectsKey(t *testing.T) {
+	h := newPipelineHarness(t, llmtest.Fail(401, "Incorrect API key provided"))
+	g := pipeline.Graph{Start: "a", Steps: []pipeline.Step{{Name: "a", Prompt: "A", Next: "b"}, {Name: "b", Prompt: "B"}}}
+	res, err := h.run("run-401", PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	require.Error(t, err)
+	require.Equal(t, []pipeline.Status{pipeline.Error, pipeline.NotRun}, statuses(res))
+	require.Contains(t, res.Steps[0].Error, "401")
+	require.Equal(t, 1, h.srv.Count(), "a rejected key is not retried")
+}
+
+func TestPipelineRejectsBadInput(t *testing.T) {
+	env := quietSuite().NewTestWorkflowEnvironment()
+	Register(env)
+	g := pipeline.Graph{Start: "nowhere", Steps: []pipeline.Step{{Name: "a", Prompt: "A", Next: "b"}}}
+	env.ExecuteWorkflow(PipelineName, PipelineInput{Definition: activities.PipelineDefinition{Graph: g}})
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `start step "nowhere" is not a step`)
+	require.Contains(t, err.Error(), `next "b" is not a step`)
+}
