@@ -55,15 +55,14 @@ func (f *liveFakes) agentStep(ctx context.Context, in activities.AgentStepInput)
 	return res, nil
 }
 
-func TestGenerateHistory(t *testing.T) {
-	bin := testenv.FindBinary(t, "Temporal CLI", "CONCLAVE_TEMPORAL_BIN", "temporal")
+// historyServer starts a dev server for a generator and dials it.
+func historyServer(t *testing.T) (bin, addr string, cl client.Client) {
+	bin = testenv.FindBinary(t, "Temporal CLI", "CONCLAVE_TEMPORAL_BIN", "temporal")
 	port := testenv.FreePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	addr = "127.0.0.1:" + strconv.Itoa(port)
 	testenv.StartProcess(t, "temporal", exec.Command(bin, "server", "start-dev", "--headless",
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--log-level", "error",
 		"--search-attribute", SearchAttrPhase+"=Keyword", "--search-attribute", SearchAttrWinner+"=Keyword"))
-
-	var cl client.Client
 	var err error
 	for i := 0; i < 100; i++ {
 		if cl, err = client.Dial(client.Options{HostPort: addr}); err == nil {
@@ -72,7 +71,23 @@ func TestGenerateHistory(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	require.NoError(t, err)
-	defer cl.Close()
+	t.Cleanup(cl.Close)
+	return bin, addr, cl
+}
+
+// writeHistory stores a workflow's history as testdata/<name>.
+func writeHistory(t *testing.T, bin, addr, workflowID, name string) {
+	out, err := exec.Command(bin, "workflow", "show", "--address", addr, "--workflow-id", workflowID,
+		"--output", "json").Output()
+	require.NoError(t, err)
+	path := filepath.Join("testdata", name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+	fmt.Println("wrote", path)
+}
+
+func TestGenerateHistory(t *testing.T) {
+	bin, addr, cl := historyServer(t)
 
 	const queue = "conclave-history"
 	w := worker.New(cl, queue, worker.Options{})
@@ -110,11 +125,5 @@ func TestGenerateHistory(t *testing.T) {
 	require.Equal(t, StatusConsensus, r.Status)
 	require.Equal(t, b, r.Winner)
 
-	out, err := exec.Command(bin, "workflow", "show", "--address", addr, "--workflow-id", run.GetID(),
-		"--output", "json").Output()
-	require.NoError(t, err)
-	path := filepath.Join("testdata", "coordination_history.json")
-	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	require.NoError(t, os.WriteFile(path, out, 0o644))
-	fmt.Println("wrote", path)
+	writeHistory(t, bin, addr, run.GetID(), "coordination_history.json")
 }
