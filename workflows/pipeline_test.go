@@ -229,3 +229,45 @@ func TestPipelineRejectsBadInput(t *testing.T) {
 	require.Contains(t, err.Error(), `start step "nowhere" is not a step`)
 	require.Contains(t, err.Error(), `next "b" is not a step`)
 }
+
+func TestPipelineCoordinationStep(t *testing.T) {
+	// plan is one agent; review is decided by two agents in a child
+	// Coordination session; its final answer is the step's result and the
+	// session's final workspace joins the run's files.
+	h := newPipelineHarness(t,
+		llmtest.Calls(
+			llmtest.ToolCall{ID: "w", Name: "write_file", Arguments: `{"path":"plan.md","content":"the plan"}`},
+		).IfContains("# Step: plan").IfModel("m-pipe").Once(),
+		llmtest.Text("planned").IfContains("# Step: plan").IfModel("m-pipe"),
+		llmtest.Call("new_answer", `{"content":"FINAL: ship it"}`).IfContains("present the final answer"),
+		llmtest.Call("vote", `{"agent_id":"agent1","reason":"clear"}`).IfTool("vote").IfContains("agent1"),
+		llmtest.Call("new_answer", `{"content":"review: looks good"}`).IfTool("new_answer"),
+	)
+	team, err := config.Parse([]byte("agents:\n  - {id: r1, backend: {type: openai, model: m-r1, base_url: "+h.srv.URL()+"}}\n"+
+		"  - {id: r2, backend: {type: openai, model: m-r2, base_url: "+h.srv.URL()+"}}\n"), "team.yaml")
+	require.NoError(t, err)
+	g := pipeline.Graph{Start: "plan", Steps: []pipeline.Step{
+		{Name: "plan", Prompt: "Plan.", Tools: []string{"write_file"}, Next: "review"},
+		{Name: "review", Prompt: "Review the plan.", Kind: pipeline.KindCoordination, Team: team},
+	}}
+	res, err := h.run("run-coord", PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	require.NoError(t, err)
+	require.Equal(t, []pipeline.Status{pipeline.Completed, pipeline.Completed}, statuses(res))
+	require.Equal(t, "run-coord.002-review", res.Steps[1].Session)
+	require.Contains(t, res.Steps[1].Summary, "FINAL: ship it")
+	require.Positive(t, res.Steps[1].Usage.InputTokens)
+	// The agents' task was the step's isolated context.
+	var sawTask bool
+	for _, req := range h.srv.Requests() {
+		if req.Model == "m-r1" && req.Contains("# Step: review") && req.Contains("plan: completed — planned") {
+			sawTask = true
+		}
+	}
+	require.True(t, sawTask)
+	// The step folder has the files the run had before it.
+	data, err := h.store.Get(context.Background(), "run-coord/steps/002-review/workspace/plan.md")
+	require.NoError(t, err)
+	require.Equal(t, "the plan", string(data))
+	_, err = h.store.Get(context.Background(), "run-coord/steps/002-review/output.json")
+	require.NoError(t, err)
+}
