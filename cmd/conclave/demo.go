@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -18,7 +20,7 @@ const demoTask = "Explain in three sentences why durable execution matters for t
 
 func newDemoCmd() *cobra.Command {
 	var f devFlags
-	var configPath string
+	var configPath, scenario, agentPath string
 	var keep bool
 	cmd := &cobra.Command{
 		Use:   "demo [task]",
@@ -30,24 +32,26 @@ func newDemoCmd() *cobra.Command {
 			if len(args) == 1 {
 				task = args[0]
 			}
+			if scenario != "" {
+				if len(args) == 0 {
+					task = demoTopic
+				}
+				return demoPipeline(cmd, f, scenario, agentPath, task, keep)
+			}
 			in, err := sessionInput(configPath, "", task)
 			if err != nil {
 				return err
 			}
 			if offline(&in.Config) {
-				srv := demo.NewServer()
-				srv.SkipRecording = true
-				if err := srv.Start(); err != nil {
+				url, stop, err := startDemoModel(out)
+				if err != nil {
 					return err
 				}
-				defer srv.Close()
+				defer stop()
 				for i := range in.Config.Agents {
 					b := &in.Config.Agents[i].Backend
-					b.BaseURL, b.Model = srv.URL(), "demo-"+in.Config.Agents[i].ID
+					b.BaseURL, b.Model = url, "demo-"+in.Config.Agents[i].ID
 				}
-				fmt.Fprintf(out, "OPENAI_API_KEY is not set: using the built-in OFFLINE DEMO MODEL (a scripted\n"+
-					"OpenAI-compatible server at %s). Temporal, the workflow, the activities,\n"+
-					"storage and the openai-go client are all real. Set OPENAI_API_KEY to use a real model.\n\n", srv.URL())
 			}
 			env, err := startDev(ctx, f, nil, out)
 			if err != nil {
@@ -60,33 +64,57 @@ func newDemoCmd() *cobra.Command {
 			if err := startAndFollow(ctx, env.client, rf, in, out); err != nil {
 				return err
 			}
-			if keep && isTerminal(os.Stdin) {
-				fmt.Fprintf(out, "\nThe dev server keeps running so you can browse the session in the Web UI: %s\nPress Ctrl-C to stop.\n", env.server.UIURL)
-				<-ctx.Done()
-			} else {
-				fmt.Fprintf(out, "\nThe session is kept in %s; `./bin/conclave dev` serves it again in the Web UI.\n", f.db)
-			}
+			linger(ctx, out, keep, env.server.UIURL, f.db)
 			return nil
 		},
 	}
 	f.add(cmd)
 	cmd.Flags().StringVar(&configPath, "config", "examples/demo.yaml", "agents config")
+	cmd.Flags().StringVar(&scenario, "scenario", "", "run this scenario directory as a pipeline instead of a session (e.g. examples/scenario)")
+	cmd.Flags().StringVar(&agentPath, "agent", "examples/pipeline-agent.yaml", "with --scenario: the config of the agent that runs the steps")
 	cmd.Flags().BoolVar(&keep, "keep", true, "on a terminal, keep the dev server up after the session until Ctrl-C")
 	return cmd
+}
+
+// startDemoModel serves the offline demo model and says so.
+func startDemoModel(out io.Writer) (url string, stop func(), err error) {
+	srv := demo.NewServer()
+	srv.SkipRecording = true
+	if err := srv.Start(); err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintf(out, "OPENAI_API_KEY is not set: using the built-in OFFLINE DEMO MODEL (a scripted\n"+
+		"OpenAI-compatible server at %s). Temporal, the workflow, the activities,\n"+
+		"storage and the openai-go client are all real. Set OPENAI_API_KEY to use a real model.\n\n", srv.URL())
+	return srv.URL(), srv.Close, nil
+}
+
+// linger keeps the dev server up on a terminal so the run can be browsed.
+func linger(ctx context.Context, out io.Writer, keep bool, ui, db string) {
+	if keep && isTerminal(os.Stdin) {
+		fmt.Fprintf(out, "\nThe dev server keeps running so you can browse the run in the Web UI: %s\nPress Ctrl-C to stop.\n", ui)
+		<-ctx.Done()
+		return
+	}
+	fmt.Fprintf(out, "\nThe run is kept in %s; `./bin/conclave dev` serves it again in the Web UI.\n", db)
 }
 
 // offline is true when the config needs OpenAI's key and none is set.
 func offline(cfg *config.Config) bool {
 	for _, a := range cfg.Agents {
-		env := a.Backend.APIKeyEnv
-		if env == "" {
-			env = llm.DefaultAPIKeyEnv
-		}
-		if a.Backend.BaseURL == "" && os.Getenv(env) == "" {
+		if a.Backend.BaseURL == "" && os.Getenv(apiKeyEnv(a.Backend.APIKeyEnv)) == "" {
 			return true
 		}
 	}
 	return false
+}
+
+// apiKeyEnv is the variable a backend's key is read from.
+func apiKeyEnv(name string) string {
+	if name == "" {
+		return llm.DefaultAPIKeyEnv
+	}
+	return name
 }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

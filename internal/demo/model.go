@@ -32,6 +32,9 @@ var styles = map[string]string{
 }
 
 func reply(r llmtest.Request) llmtest.Reply {
+	if rep, ok := pipelineReply(r); ok {
+		return rep
+	}
 	text := ""
 	for _, m := range r.Messages {
 		text += m.Content + "\n"
