@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -269,5 +270,28 @@ func TestPipelineCoordinationStep(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "the plan", string(data))
 	_, err = h.store.Get(context.Background(), "run-coord/steps/002-review/output.json")
+	require.NoError(t, err)
+}
+
+func TestPipelineCancelKeepsWhatIsStored(t *testing.T) {
+	h := newPipelineHarness(t,
+		llmtest.Text("first done").IfContains("# Step: a"),
+		llmtest.Text("never").IfContains("# Step: b").After(time.Minute),
+	)
+	h.acts.HeartbeatEvery = 20 * time.Millisecond
+	g := pipeline.Graph{Start: "a", Steps: []pipeline.Step{{Name: "a", Prompt: "A", Next: "b"}, {Name: "b", Prompt: "B"}}}
+	env := quietSuite().NewTestWorkflowEnvironment()
+	Register(env)
+	env.RegisterActivity(h.acts)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run-cancel"})
+	env.SetTestTimeout(30 * time.Second)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 2*time.Second)
+	env.ExecuteWorkflow(PipelineName, PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "%v", env.GetWorkflowError())
+	stored := h.stored("run-cancel")
+	require.Equal(t, "cancelled", stored.Status)
+	require.Equal(t, []pipeline.Status{pipeline.Completed, pipeline.Cancelled}, statuses(stored))
+	_, err := h.store.Get(context.Background(), "run-cancel/steps/001-a/output.json")
 	require.NoError(t, err)
 }

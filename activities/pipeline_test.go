@@ -1,0 +1,67 @@
+package activities
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/pipeline"
+	"github.com/conclave-ai/conclave/internal/llmtest"
+)
+
+func pipelineStepInput() PipelineStepInput {
+	g := pipeline.Graph{Start: "build", Steps: []pipeline.Step{{Name: "build", Prompt: "Build.", Tools: []string{"write_file"}}}}
+	return PipelineStepInput{RunID: "run-1", Seq: 1, Step: "build", Graph: g, Input: "x",
+		Backend: &config.Backend{Type: "openai", Model: "m"}}
+}
+
+// A retried PipelineStep resumes its checkpoint: the workspace is rebuilt
+// from the transcript and no answered model call is made again.
+func TestPipelineStepResumesCheckpoint(t *testing.T) {
+	acts, env, _, st := setup(t,
+		llmtest.Call("write_file", `{"path":"out.txt","content":"built"}`).Once(),
+		llmtest.Fail(400, "the worker died here").Once(),
+		llmtest.Call("complete_step", `{"status":"pass","evidence":["out.txt"]}`),
+	)
+	in := pipelineStepInput()
+	_, err := env.ExecuteActivity(acts.PipelineStep, in)
+	require.Error(t, err)
+	_, err = st.Get(context.Background(), "run-1/steps/001-build/trace.json")
+	require.NoError(t, err, "the first attempt checkpointed")
+
+	v, err := env.ExecuteActivity(acts.PipelineStep, in)
+	require.NoError(t, err)
+	var res PipelineStepResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, pipeline.Completed, res.Status)
+	require.Equal(t, []string{"steps/001-build/workspace/out.txt"}, res.Evidence)
+	data, err := st.Get(context.Background(), "run-1/steps/001-build/workspace/out.txt")
+	require.NoError(t, err)
+	require.Equal(t, "built", string(data))
+	// A retry after the step finished returns the stored outcome.
+	v, err = env.ExecuteActivity(acts.PipelineStep, in)
+	require.NoError(t, err)
+	var again PipelineStepResult
+	require.NoError(t, v.Get(&again))
+	require.Equal(t, res.Status, again.Status)
+}
+
+func TestPipelineStepRefusesDamagedCheckpoint(t *testing.T) {
+	acts, env, _, st := setup(t, llmtest.Text("done"))
+	require.NoError(t, st.Put(context.Background(), "run-1/steps/001-build/trace.json", []byte("{not json")))
+	_, err := env.ExecuteActivity(acts.PipelineStep, pipelineStepInput())
+	require.ErrorContains(t, err, "trace.json is damaged")
+	data, err := st.Get(context.Background(), "run-1/steps/001-build/trace.json")
+	require.NoError(t, err)
+	require.Equal(t, "{not json", string(data), "nothing stored is overwritten")
+}
+
+func TestPipelineStepRejectsBadRunID(t *testing.T) {
+	acts, env, _, _ := setup(t, llmtest.Text("done"))
+	in := pipelineStepInput()
+	in.RunID = "../escape"
+	_, err := env.ExecuteActivity(acts.PipelineStep, in)
+	require.ErrorContains(t, err, "cannot name a storage folder")
+}
