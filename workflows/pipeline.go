@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -42,6 +43,23 @@ type PipelineInput struct {
 	// reuses instead of running them again.
 	ResumeFrom           string `json:"resume_from,omitempty"`
 	StepHeartbeatSeconds int    `json:"step_heartbeat_seconds,omitempty"`
+
+	// decodeErr is why the JSON input could not be decoded (see
+	// CoordinationInput.decodeErr): the run fails with it as invalid input.
+	decodeErr string
+}
+
+// UnmarshalJSON decodes the input, keeping a decoding error for the
+// workflow to report instead of failing its task over and over.
+func (in *PipelineInput) UnmarshalJSON(data []byte) error {
+	type plain PipelineInput
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		*in = PipelineInput{decodeErr: describeDecodeError(err)}
+		return nil
+	}
+	*in = PipelineInput(p)
+	return nil
 }
 
 // Pipeline walks a step graph (engine/pipeline): each step is one
@@ -75,7 +93,27 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (activities.PipelineResult
 }
 
 func checkPipelineInput(in PipelineInput, runID string) error {
+	if in.decodeErr != "" {
+		return temporal.NewNonRetryableApplicationError("invalid pipeline input: "+in.decodeErr, "InvalidInput", nil)
+	}
 	var problems []string
+	if strings.TrimSpace(in.Input) == "" {
+		problems = append(problems, `input: required; say what the pipeline should work on, e.g. {"input": "Build the landing page", "definition": {…}}`)
+	}
+	for _, s := range in.Definition.Graph.Steps {
+		switch {
+		case s.Kind == pipeline.KindCoordination && s.Team != nil:
+			team := *s.Team
+			team.ApplyDefaults()
+			// Validate sorts the prices' keys before use: deterministic.
+			//workflowcheck:ignore
+			if err := team.Validate(); err != nil {
+				problems = append(problems, fmt.Sprintf("step %q: team: %s", s.Name, strings.ReplaceAll(err.Error(), "\n", "; ")))
+			}
+		case s.Kind != pipeline.KindCoordination && s.Backend == nil && in.Definition.Backend == nil:
+			problems = append(problems, fmt.Sprintf("step %q: no backend, and definition.backend (the default) is not set", s.Name))
+		}
+	}
 	if !validSessionID(runID) {
 		problems = append(problems, fmt.Sprintf("the workflow id %q cannot name a storage folder; use letters, digits, '.', '_' or '-'", runID))
 	}

@@ -295,3 +295,36 @@ func TestPipelineCancelKeepsWhatIsStored(t *testing.T) {
 	_, err := h.store.Get(context.Background(), "run-cancel/steps/001-a/output.json")
 	require.NoError(t, err)
 }
+
+// Malformed pipeline inputs, as `temporal workflow start --input` could send
+// them, fail the run at once with the problem named; nothing runs.
+func TestPipelineBadInputTable(t *testing.T) {
+	step := `{"name":"a","prompt":"A"}`
+	backend := `"backend":{"type":"openai","model":"m"}`
+	for _, tc := range []struct{ name, input, want string }{
+		{"definition is a string", `{"input":"x","definition":"all of it"}`, "definition"},
+		{"steps is an object", `{"input":"x","definition":{"graph":{"start":"a","steps":{}}}}`, "steps"},
+		{"no steps", `{"input":"x","definition":{"graph":{"start":"a"}}}`, "pipeline has no steps"},
+		{"no input", `{"definition":{"graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, "input: required"},
+		{"no backend", `{"input":"x","definition":{"graph":{"start":"a","steps":[` + step + `]}}}`, `step "a": no backend`},
+		{"name with slash", `{"input":"x","definition":{"graph":{"start":"a/b","steps":[{"name":"a/b","prompt":"A"}]},` + backend + `}}`, "names the step's storage folder"},
+		{"unknown kind", `{"input":"x","definition":{"graph":{"start":"a","steps":[{"name":"a","prompt":"A","kind":"magic"}]},` + backend + `}}`, `kind "magic"`},
+		{"coordination without team", `{"input":"x","definition":{"graph":{"start":"a","steps":[{"name":"a","prompt":"A","kind":"coordination"}]}}}`, "needs a team config"},
+		{"coordination with bad team", `{"input":"x","definition":{"graph":{"start":"a","steps":[{"name":"a","prompt":"A","kind":"coordination","team":{"agents":[]}}]}}}`, "team: "},
+		{"resume from itself", `{"input":"x","resume_from":"default-test-workflow-id","definition":{"graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, "resume_from"},
+		{"negative heartbeat", `{"input":"x","step_heartbeat_seconds":-5,"definition":{"graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, "step_heartbeat_seconds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := quietSuite().NewTestWorkflowEnvironment()
+			Register(env)
+			env.ExecuteWorkflow(PipelineName, json.RawMessage(tc.input))
+			require.True(t, env.IsWorkflowCompleted())
+			err := env.GetWorkflowError()
+			require.Error(t, err)
+			var app *temporal.ApplicationError
+			require.True(t, errors.As(err, &app), "%v", err)
+			require.Equal(t, "InvalidInput", app.Type())
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
