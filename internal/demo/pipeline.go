@@ -29,11 +29,13 @@ func pipelineReply(r llmtest.Request) (llmtest.Reply, bool) {
 		return call("write_file", map[string]string{"path": note, "content": content}), true
 	}
 	args := map[string]any{"status": "pass"}
+	text := fmt.Sprintf("Step %s done.", step)
 	if r.HasTool("write_file") {
 		args["evidence"] = []string{note}
+		text = fmt.Sprintf("Step %s done; notes in %s.", step, note)
 	}
 	data, _ := json.Marshal(args)
-	return llmtest.Reply{Text: fmt.Sprintf("Step %s done; notes in %s.", step, note),
+	return llmtest.Reply{Text: text,
 		ToolCalls: []llmtest.ToolCall{{ID: "call_demo", Name: "complete_step", Arguments: string(data)}}}, true
 }
 
