@@ -180,13 +180,17 @@ func startPipeline(ctx context.Context, c client.Client, f *pipelineFlags, in wo
 	go func() { done <- run.Get(ctx, &res) }()
 	tick := time.NewTicker(f.poll)
 	defer tick.Stop()
-	shown := 0
+	shown, running := 0, 0
 	show := func(r activities.PipelineResult) {
 		for _, s := range r.Steps {
 			if s.Seq > shown {
 				fmt.Fprintln(out, stepLine(s))
 				shown = s.Seq
 			}
+		}
+		if r.Current != "" && shown+1 > running {
+			running = shown + 1
+			fmt.Fprintf(out, "step %d · %s running…\n", running, r.Current)
 		}
 	}
 	for {
