@@ -25,7 +25,11 @@ func (f *temporalFlags) addUI(cmd *cobra.Command) {
 }
 
 func (f *temporalFlags) dial() (client.Client, error) {
-	c, err := client.Dial(client.Options{HostPort: f.address, Namespace: f.namespace, Logger: quietLogger{}})
+	o, err := withCodec(client.Options{HostPort: f.address, Namespace: f.namespace, Logger: quietLogger{}})
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.Dial(o)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w; is the server running? (`conclave dev` starts one)", f.address, f.namespace, err)
 	}

@@ -74,7 +74,12 @@ func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, o
 		return nil, err
 	}
 	env.store = st.Location()
-	env.client, err = client.Dial(client.Options{HostPort: env.server.HostPort, Namespace: env.server.Namespace, Logger: quietLogger{}})
+	o, err := withCodec(client.Options{HostPort: env.server.HostPort, Namespace: env.server.Namespace, Logger: quietLogger{}})
+	if err != nil {
+		env.close()
+		return nil, err
+	}
+	env.client, err = client.Dial(o)
 	if err != nil {
 		env.close()
 		return nil, err

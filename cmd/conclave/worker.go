@@ -30,8 +30,12 @@ func newWorkerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := client.Dial(client.Options{HostPort: tf.address, Namespace: tf.namespace,
+			o, err := withCodec(client.Options{HostPort: tf.address, Namespace: tf.namespace,
 				Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))})
+			if err != nil {
+				return err
+			}
+			c, err := client.Dial(o)
 			if err != nil {
 				return fmt.Errorf("connect to Temporal at %s: %w", tf.address, err)
 			}
