@@ -48,6 +48,31 @@ func TestRestartMode(t *testing.T) {
 	require.Equal(t, 2, h.lastStatus().Agents[a].LatestStep)
 }
 
+// One new answer restarts every peer that is mid-step, not just the first:
+// two voters running when the third agent answers are both relaunched.
+func TestRestartModeRestartsEveryRunningPeer(t *testing.T) {
+	seen := map[string]int{a: 1, b: 1, c: 1}
+	h := newHarness(t, map[stepKey]scripted{
+		{a, 1}: answer(time.Minute), {b, 1}: answer(2 * time.Minute), {c, 1}: answer(5 * time.Minute),
+		{a, 2}: vote(c, 10*time.Minute, seen), {b, 2}: vote(c, 10*time.Minute, seen), {c, 2}: vote(c, time.Minute, seen),
+	})
+	cfg := testConfig(a, b, c)
+	cfg.Orchestrator.UpdateMode = config.UpdateRestart
+	h.run(input(cfg))
+
+	r := h.result()
+	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, c, r.Winner)
+	count := map[string]int{}
+	for _, p := range pairs(h.launched()) {
+		count[p]++
+	}
+	// a:2 ran from 1m, restarted by b's answer at 2m and by c's at 5m;
+	// b:2 ran from 2m, restarted by c's answer.
+	require.Equal(t, map[string]int{"agent_a:1": 1, "agent_b:1": 1, "agent_c:1": 1,
+		"agent_a:2": 3, "agent_b:2": 2, "agent_c:2": 1}, count)
+}
+
 // The human_input update: the validator rejects empty and oversized text;
 // an accepted input is stored through WriteInbox with the next seq.
 func TestHumanInputUpdate(t *testing.T) {

@@ -175,7 +175,10 @@ func (w *coordination) restartPeers(ctx workflow.Context, answerer string) {
 		return
 	}
 	total := totalAnswers(w.ledger)
-	for _, r := range w.running {
+	// abandon removes from w.running: walk a copy. (Walking w.running
+	// itself panicked unless the restarted step was the last one, so no
+	// recorded history depends on the old walk.)
+	for _, r := range slices.Clone(w.running) {
 		a := agentOf(w.ledger, r.agent)
 		if r.abandoned || r.agent == answerer || r.answers >= total || a.AnswerCount == 0 {
 			continue
