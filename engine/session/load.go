@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/storage"
@@ -78,13 +79,16 @@ func (s *Snapshot) Ledger() coord.Ledger {
 // unreadable files become Problems.
 func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 	snap := &Snapshot{}
-	if err := readJSON(ctx, st, InfoKey, &snap.Info); err != nil {
+	// session.json and the listing are independent reads: one round trip.
+	infoErr := make(chan error, 1)
+	go func() { infoErr <- readJSON(ctx, st, InfoKey, &snap.Info) }()
+	keys, err := st.List(ctx, AgentsPrefix)
+	if err := <-infoErr; err != nil {
 		if !errors.Is(err, storage.ErrNotFound) {
 			snap.problem(InfoKey, err)
 		}
 		snap.Info = nil
 	}
-	keys, err := st.List(ctx, AgentsPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("list the session's agents in %s: %w", st.Location(), err)
 	}
@@ -116,12 +120,24 @@ func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 		steps[agent][step][parts[2]] = true
 	}
 
-	for _, id := range agentOrder(snap.Info, steps) {
-		a, err := snap.loadAgent(ctx, st, id, steps[id])
-		if err != nil {
-			return nil, err
+	// Agents load concurrently (each reads its own files in order); their
+	// problems are gathered in agent order, so the result does not depend
+	// on timing.
+	ids := agentOrder(snap.Info, steps)
+	subs := make([]Snapshot, len(ids))
+	agents := make([]Agent, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { agents[i], errs[i] = subs[i].loadAgent(ctx, st, id, steps[id]) })
+	}
+	wg.Wait()
+	for i := range ids {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		snap.Agents = append(snap.Agents, a)
+		snap.Problems = append(snap.Problems, subs[i].Problems...)
+		snap.Agents = append(snap.Agents, agents[i])
 	}
 	return snap, nil
 }

@@ -47,8 +47,8 @@ type Saved struct {
 }
 
 // Save stores one step: the workspace first, then the action file (which is
-// what makes the step count), then last_action.json. A crash before the
-// action file leaves a folder that Load ignores and the next Save reuses.
+// what makes the step count) together with last_action.json. A crash before
+// the action file leaves a folder that Load ignores and the next Save reuses.
 func Save(ctx context.Context, st storage.Store, out StepOutput) (Saved, error) {
 	if err := CheckAgentID(out.Agent); err != nil {
 		return Saved{}, err
@@ -125,10 +125,16 @@ func Save(ctx context.Context, st storage.Store, out StepOutput) (Saved, error) 
 		saved.Key = StopKey(out.Agent, step)
 		file = StopFile{AgentID: out.Agent, Summary: out.Summary, Status: out.StopStatus, SeenSteps: nonNil(out.SeenSteps), Timestamp: ts}
 	}
-	if err := WriteJSON(ctx, st, saved.Key, file); err != nil {
-		return Saved{}, err
+	// last_action.json is a report that Load never reads, so it is written
+	// alongside the action file: a failure of either fails the save, and
+	// the retried step rewrites both.
+	lastErr := make(chan error, 1)
+	go func() { lastErr <- WriteJSON(ctx, st, LastActionKey(out.Agent), last) }()
+	err := WriteJSON(ctx, st, saved.Key, file)
+	if err2 := <-lastErr; err == nil {
+		err = err2
 	}
-	if err := WriteJSON(ctx, st, LastActionKey(out.Agent), last); err != nil {
+	if err != nil {
 		return Saved{}, err
 	}
 	return saved, nil

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/conclave-ai/conclave/engine/config"
@@ -65,7 +66,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: agent %q is not in the config", ErrBadInput, o.Agent)
 	}
+	// The reads that do not depend on the snapshot run while it loads.
+	pre := prefetch(ctx, o)
 	snap, err := session.Load(ctx, o.Store)
+	got := <-pre
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +78,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	criteria := o.EvalCriteria
 	if criteria == nil {
-		if criteria, err = SessionCriteria(ctx, o.Store); err != nil {
+		if criteria, err = got.criteria, got.criteriaErr; err != nil {
 			return nil, err
 		}
 	}
@@ -90,11 +94,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	in.Task, in.EvalCriteria, in.Tally, in.Tag = o.Task, criteria, o.Tally, o.Tag
-	human, err := readInbox(ctx, o.Store, 0)
-	if err != nil {
-		return nil, err
+	if got.humanErr != nil {
+		return nil, got.humanErr
 	}
-	in.Human = human
+	in.Human = got.human
 	if o.Inject {
 		in.Inbox = &inbox{prep: p, self: o.Agent, ws: in.Workspace}
 	}
@@ -118,7 +121,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		return nil
 	}
-	if data, err := o.Store.Get(ctx, traceKey); err == nil {
+	data, err := got.trace, got.traceErr
+	if stepNo != o.Step { // step mode: the step number was not known before
+		data, err = o.Store.Get(ctx, traceKey)
+	}
+	if err == nil {
 		if t, err := round.ParseTranscript(data); err == nil && t.Tag == o.Tag {
 			in.Resume = t
 		}
@@ -147,6 +154,37 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Label = coord.Label(p.anon[o.Agent], self.AnswerCount+1)
 	}
 	return res, nil
+}
+
+// prefetched holds the reads a step needs besides the snapshot.
+type prefetched struct {
+	criteria    []string
+	criteriaErr error
+	human       []string
+	humanErr    error
+	trace       []byte // the checkpoint of o.Step, when o.Step is known
+	traceErr    error
+}
+
+// prefetch reads the evaluation criteria, the human inbox and the step's
+// checkpoint concurrently; the channel delivers once all are done.
+func prefetch(ctx context.Context, o Options) <-chan prefetched {
+	out := make(chan prefetched, 1)
+	go func() {
+		var p prefetched
+		var wg sync.WaitGroup
+		if o.EvalCriteria == nil {
+			wg.Go(func() { p.criteria, p.criteriaErr = SessionCriteria(ctx, o.Store) })
+		}
+		wg.Go(func() { p.human, p.humanErr = readInbox(ctx, o.Store, 0) })
+		p.traceErr = storage.ErrNotFound
+		if o.Step > 0 {
+			wg.Go(func() { p.trace, p.traceErr = o.Store.Get(ctx, session.TraceKey(o.Agent, o.Step)) })
+		}
+		wg.Wait()
+		out <- p
+	}()
+	return out
 }
 
 // ErrBadInput marks errors in what the caller asked for (exit code 1 in
