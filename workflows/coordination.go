@@ -71,7 +71,8 @@ type coordination struct {
 	changed   bool       // a step completed since the last publish
 	timedOut  bool
 	cancelled bool
-	lastCause error // the latest agent failure of this run
+	lastCause error         // the latest agent failure of this run
+	statusW   *statusWriter // nil on runs recorded before it existed
 	// Search attribute values last upserted.
 	saPhase, saWinner string
 }
@@ -121,6 +122,9 @@ func (w *coordination) setup(ctx workflow.Context) error {
 }
 
 func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
+	if workflow.GetVersion(ctx, asyncStatusChange, workflow.DefaultVersion, 1) == 1 {
+		w.startStatusWriter(ctx)
+	}
 	if err := w.begin(ctx); err != nil {
 		return CoordinationResult{}, err
 	}
@@ -169,7 +173,7 @@ func (w *coordination) begin(ctx workflow.Context) error {
 	now := workflow.Now(ctx).UTC()
 	w.startedAt, w.deadline = now, now.Add(w.orch.Timeout())
 	var init activities.InitSessionResult
-	err := workflow.ExecuteActivity(w.smallCtx(ctx, "init session"), activities.NameInitSession,
+	initF := workflow.ExecuteActivity(w.smallCtx(ctx, "init session"), activities.NameInitSession,
 		activities.InitSessionInput{
 			SessionID:    w.in.SessionID,
 			Task:         w.in.Task,
@@ -177,7 +181,12 @@ func (w *coordination) begin(ctx workflow.Context) error {
 			Mode:         string(w.orch.CoordinationMode),
 			EvalCriteria: w.in.EvalCriteria,
 			CreatedAt:    now.Format(time.RFC3339),
-		}).Get(ctx, &init)
+		})
+	var attrsF workflow.Future
+	if w.statusW != nil { // the question does not wait for the session
+		attrsF = w.askSearchAttributes(ctx)
+	}
+	err := initF.Get(ctx, &init)
 	if ctx.Err() != nil {
 		return ctx.Err() // cancelled before the session existed
 	}
@@ -185,7 +194,10 @@ func (w *coordination) begin(ctx workflow.Context) error {
 		return fmt.Errorf("could not create the session in storage (check the worker's storage settings): %w", err)
 	}
 	w.session = init.Location
-	w.searchAttrs = w.searchAttributesAvailable(ctx)
+	if attrsF == nil {
+		attrsF = w.askSearchAttributes(ctx)
+	}
+	w.searchAttrs = w.searchAttributesAvailable(ctx, attrsF)
 	return nil
 }
 
@@ -262,6 +274,7 @@ func (w *coordination) continueDue(ctx workflow.Context) bool {
 // continueAsNew hands the state to a new run once no step runs and every
 // update handler has finished.
 func (w *coordination) continueAsNew(ctx workflow.Context) error {
+	w.flushStatus(ctx)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}

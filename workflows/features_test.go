@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
@@ -210,4 +211,27 @@ func TestDetailsMarkdown(t *testing.T) {
 	require.Contains(t, md, "| agent | state | answers | vote | step |")
 	require.Contains(t, md, "| `agent_a` | voted | 1 | `agent_b` (stale) | 2 |")
 	require.Contains(t, md, "| `agent_b` | running (voting) | 1 | — | 1 → 2 |")
+}
+
+// Status writes never hold coordination up: with a store that takes 20s
+// per write, the first steps, a relaunch and the presentation start at
+// once, and status.json still ends in phase done.
+func TestSlowStatusWritesDoNotDelaySteps(t *testing.T) {
+	seen := map[string]int{a: 1, b: 1}
+	h := newHarness(t, map[stepKey]scripted{
+		{a, 1}: answer(time.Minute), {b, 1}: answer(2 * time.Minute),
+		{a, 2}: vote(b, 5*time.Minute, seen), {b, 2}: vote(b, time.Minute, seen),
+	})
+	h.env.OnActivity(activities.NameWriteStatus, mock.Anything, mock.Anything).Return(h.writeStatus).After(20 * time.Second)
+	h.run(input(testConfig(a, b)))
+
+	require.Equal(t, StatusConsensus, h.result().Status)
+	ls := h.launched()
+	require.Equal(t, []string{"agent_a:1", "agent_b:1", "agent_a:2", "agent_b:2"}, pairs(ls))
+	require.Equal(t, []time.Duration{0, 0, time.Minute, 2 * time.Minute}, []time.Duration{ls[0].At, ls[1].At, ls[2].At, ls[3].At})
+	// Votes done at 6m; the presentation did not wait for the presenting
+	// write, but the final write waits for it (writes stay in order) and
+	// is awaited itself: 6m + 2 × 20s.
+	require.Equal(t, 6*time.Minute+40*time.Second, h.env.Now().Sub(h.start))
+	require.Equal(t, coord.PhaseDone, h.lastStatus().Phase)
 }

@@ -50,11 +50,7 @@ func (w *coordination) setPhase(ctx workflow.Context, phase string) {
 func (w *coordination) publish(ctx workflow.Context) {
 	w.details(ctx)
 	w.upsertSearchAttributes(ctx)
-	err := workflow.ExecuteActivity(w.smallCtx(ctx, "status · "+w.phase), activities.NameWriteStatus,
-		activities.WriteStatusInput{SessionID: w.in.SessionID, Status: w.snapshot()}).Get(ctx, nil)
-	if err != nil {
-		workflow.GetLogger(ctx).Warn("could not write status.json", "phase", w.phase, "error", err)
-	}
+	w.writeStatus(ctx)
 }
 
 // details shows the state as Markdown in the Web UI.
@@ -101,13 +97,17 @@ func (w *coordination) runOf(agent string) *stepRun {
 	return nil
 }
 
+// askSearchAttributes starts the question searchAttributesAvailable reads.
+func (w *coordination) askSearchAttributes(ctx workflow.Context) workflow.Future {
+	return workflow.ExecuteActivity(w.smallCtx(ctx, "search attributes"), activities.NameSearchAttrsSet)
+}
+
 // searchAttributesAvailable asks once per session whether the namespace
 // defines ConclavePhase and ConclaveWinner; without them an upsert would fail
 // the workflow task, so any doubt means no.
-func (w *coordination) searchAttributesAvailable(ctx workflow.Context) bool {
+func (w *coordination) searchAttributesAvailable(ctx workflow.Context, f workflow.Future) bool {
 	var ok bool
-	if err := workflow.ExecuteActivity(w.smallCtx(ctx, "search attributes"),
-		activities.NameSearchAttrsSet).Get(ctx, &ok); err != nil {
+	if err := f.Get(ctx, &ok); err != nil {
 		workflow.GetLogger(ctx).Warn("cannot tell whether the search attributes exist; not using them", "error", err)
 		return false
 	}
