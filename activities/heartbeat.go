@@ -20,6 +20,9 @@ type heartbeater struct {
 	p    Progress
 	done chan struct{}
 	once sync.Once
+	// now asks the beating goroutine for a beat at once; nil outside an
+	// activity.
+	now chan struct{}
 }
 
 // heartbeat records progress on a timer, so a worker that dies is noticed
@@ -29,6 +32,8 @@ func (a *Activities) heartbeat(ctx context.Context) *heartbeater {
 	if !activity.IsActivity(ctx) {
 		return h
 	}
+	h.now = make(chan struct{}, 1)
+	h.now <- struct{}{} // the first beat, without holding up the step
 	every := a.HeartbeatEvery
 	if every <= 0 {
 		every = 10 * time.Second
@@ -37,7 +42,8 @@ func (a *Activities) heartbeat(ctx context.Context) *heartbeater {
 	if limit := activity.GetInfo(ctx).HeartbeatTimeout; limit > 0 && every > limit/3 {
 		every = limit / 3
 	}
-	activity.RecordHeartbeat(ctx, h.progress())
+	// Beats go out from this goroutine: an unthrottled heartbeat is a
+	// round trip to the server that a step should not wait for.
 	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -48,8 +54,9 @@ func (a *Activities) heartbeat(ctx context.Context) *heartbeater {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, h.progress())
+			case <-h.now:
 			}
+			activity.RecordHeartbeat(ctx, h.progress())
 		}
 	}()
 	return h
@@ -61,10 +68,19 @@ func (h *heartbeater) progress() Progress {
 	return h.p
 }
 
+// turns records a checkpoint and beats at once: a step learns of its
+// cancellation (update_mode restart, a cancelled session) at its next safe
+// point rather than at the next tick. The SDK throttles what is sent.
 func (h *heartbeater) turns(n int) {
 	h.mu.Lock()
 	h.p.Turns = n
 	h.mu.Unlock()
+	if h.now != nil {
+		select {
+		case h.now <- struct{}{}:
+		default: // a beat is already due
+		}
+	}
 }
 
 func (h *heartbeater) stop() { h.once.Do(func() { close(h.done) }) }

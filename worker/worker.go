@@ -57,6 +57,10 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		// In-flight steps get this long to finish on shutdown; the rest
 		// are retried elsewhere from their checkpoints.
 		WorkerStopTimeout: 10 * time.Second,
+		// A step beats after every model turn; sending within a second
+		// lets a cancellation (update_mode restart) stop it at its next
+		// safe point instead of up to a minute later.
+		MaxHeartbeatThrottleInterval: time.Second,
 	})
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{

@@ -194,6 +194,10 @@ func (c Config) args() []string {
 		"--metrics-port", strconv.Itoa(c.MetricsPort),
 		"--namespace", c.Namespace,
 		"--log-level", "warn",
+		// Activities a workflow task schedules go straight back to the
+		// worker that completed it, when it has room: no poll round trip
+		// before each agent step.
+		"--dynamic-config-value", "system.enableActivityEagerExecution=true",
 	}
 	for _, name := range searchAttributes() {
 		args = append(args, "--search-attribute", name+"=Keyword")
