@@ -2,9 +2,10 @@
 
 package workflows
 
-// Regenerates testdata/coordination_history.json, the history the replay test
-// checks, by running a session on a real Temporal dev server (./bin/temporal)
-// with fake activities:
+// Records testdata/coordination_status_writer_history.json (the session
+// since the background status writer; coordination_history.json is the same
+// session recorded before it) by running a session on a real Temporal dev
+// server (./bin/temporal) with fake activities:
 //
 //	go test -tags historygen -run TestGenerateHistory ./workflows/
 //
@@ -125,5 +126,5 @@ func TestGenerateHistory(t *testing.T) {
 	require.Equal(t, StatusConsensus, r.Status)
 	require.Equal(t, b, r.Winner)
 
-	writeHistory(t, bin, addr, run.GetID(), "coordination_history.json")
+	writeHistory(t, bin, addr, run.GetID(), "coordination_status_writer_history.json")
 }
