@@ -19,7 +19,7 @@ STATIC_VER    := v0.8.2
 
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all tools build test lint unit fuzz demo clean
+.PHONY: all tools build test lint unit fuzz demo bench clean
 
 # Each fuzz target runs this long in `make test` (longer by hand: make fuzz FUZZTIME=5m).
 FUZZTIME ?= 5s
@@ -78,6 +78,11 @@ test: tools lint build
 # OPENAI_API_KEY is set); it needs only the Temporal CLI.
 demo: $(BIN)/.temporal-$(TEMPORAL_VER) build
 	$(BIN)/conclave demo $(DEMO_ARGS)
+
+# What durability costs, on a real dev server and MinIO (docs/benchmarks.md):
+# make bench BENCH_ARGS="--quick" for the two-minute version.
+bench: tools build
+	$(BIN)/conclave bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BIN) .conclave

@@ -56,7 +56,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newSessionCmd(), newStepCmd(), newWorkerCmd(), newRunCmd(), newDemoModelCmd(), newDevCmd(), newDemoCmd(), newPipelineCmd())
-	root.AddCommand(newCodecServerCmd())
+	root.AddCommand(newCodecServerCmd(), newBenchCmd())
 	root.AddCommand(newManageCmds()...)
 	return root
 }
