@@ -77,6 +77,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&o.SessionTimeout, "session-timeout", 10*time.Minute, "a throughput session taking longer counts as timed out")
 	cmd.Flags().BoolVar(&o.SkipInject, "skip-inject", false, "leave out the inject-vs-restart comparison")
 	cmd.Flags().StringVar(&png, "png", "", "write a plot of wall time against concurrency to this PNG file")
+	cmd.Flags().StringVar(&o.WorkerCPUProfile, "worker-cpuprofile", "", "have the worker of the overhead sessions write a CPU profile to this file")
 	cmd.Flags().BoolVar(&inProcess, "in-process-worker", false, "run the worker inside this process (its memory is then not measured alone)")
 	return cmd
 }

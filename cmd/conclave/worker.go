@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -16,6 +17,7 @@ func newWorkerCmd() *cobra.Command {
 	var tf temporalFlags
 	var storageURL string
 	var concurrency int
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a Temporal worker that executes Conclave sessions",
@@ -26,6 +28,13 @@ func newWorkerCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			st, err := worker.OpenStorage(ctx, storageURL)
 			if err != nil {
 				return err
@@ -55,5 +64,19 @@ func newWorkerCmd() *cobra.Command {
 	tf.add(cmd)
 	cmd.Flags().StringVar(&storageURL, "storage", os.Getenv("CONCLAVE_STORAGE"), "session storage: directory, file:// or s3:// URL (env CONCLAVE_STORAGE; default ./.conclave)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 50, "maximum concurrent agent steps")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until the worker stops")
 	return cmd
+}
+
+// startCPUProfile profiles this process until the returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

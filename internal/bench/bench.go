@@ -35,6 +35,9 @@ type Options struct {
 	// SessionTimeout is how long a throughput session may take before it
 	// counts as timed out (default 10 minutes).
 	SessionTimeout time.Duration
+	// WorkerCPUProfile, with WorkerCommand, has the overhead measurement's
+	// worker write a CPU profile there (go tool pprof).
+	WorkerCPUProfile string
 	// SkipInject leaves out the inject-vs-restart comparison.
 	SkipInject bool
 	// Progress receives one line per measurement; nil discards them.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,7 +187,7 @@ func (e *env) startWorker(command []string, concurrency int) (*runningWorker, er
 		}
 		return &runningWorker{in: w}, nil
 	}
-	args := append(command[1:], "--address", e.temporal.HostPort, "--namespace", e.temporal.Namespace,
+	args := append(slices.Clone(command[1:]), "--address", e.temporal.HostPort, "--namespace", e.temporal.Namespace,
 		"--storage", e.s3URL, "--concurrency", strconv.Itoa(concurrency))
 	cmd := exec.Command(command[0], args...)
 	// Payloads stay plain so the benchmark can read the history, whatever

@@ -14,7 +14,11 @@ import (
 // sessions in-process, and fills the overhead, per-step and baseline
 // figures. A first session warms the worker up and is not counted.
 func overhead(ctx context.Context, e *env, m *model, o Options, cfg *config.Config, rep *Report) error {
-	w, err := e.startWorker(o.WorkerCommand, o.WorkerConcurrency)
+	command := o.WorkerCommand
+	if o.WorkerCPUProfile != "" && len(command) > 0 {
+		command = append(slices.Clone(command), "--cpuprofile", o.WorkerCPUProfile)
+	}
+	w, err := e.startWorker(command, o.WorkerConcurrency)
 	if err != nil {
 		return err
 	}
