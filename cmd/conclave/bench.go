@@ -39,7 +39,11 @@ func newBenchCmd() *cobra.Command {
 				return fmt.Errorf("--concurrency: %w", err)
 			}
 			if quick {
+				given := o.Concurrency
 				o = bench.Quick(o)
+				if cmd.Flags().Changed("concurrency") {
+					o.Concurrency = given
+				}
 			}
 			if !inProcess {
 				exe, err := os.Executable()
@@ -100,6 +104,8 @@ func printReport(w io.Writer, r *bench.Report) {
 	fmt.Fprintf(tw, "model latency\t%.0f ms per call\n", r.ModelLatencyMS)
 	fmt.Fprintf(tw, "overhead ratio\t%.3f\t(session %.0f ms / model time %.0f ms; target ≤ 1.10)\n", r.OverheadRatio, r.SessionWallMS, r.ModelTimeMS)
 	fmt.Fprintf(tw, "step overhead\tp50 %.1f ms, p95 %.1f ms\t(%d agent steps; target p50 ≤ 50 ms)\n", r.StepOverheadMS.P50, r.StepOverheadMS.P95, r.StepOverheadMS.N)
+	b := r.StepBreakdownMS
+	fmt.Fprintf(tw, "  of which\tdispatch p50 %.1f ms, before the model %.1f ms, after it %.1f ms\n", b.Dispatch.P50, b.BeforeModel.P50, b.AfterModel.P50)
 	fmt.Fprintf(tw, "baseline ratio\t%.3f\t(Temporal %.0f ms / in-process %.0f ms)\n", r.BaselineRatio, r.SessionWallMS, r.BaselineWallMS)
 	if iv := r.InjectVsRestart; iv != nil {
 		fmt.Fprintf(tw, "inject / restart\ttokens %.3f, wall %.3f\t(%d vs %d tokens; target tokens ≤ 0.60)\n", iv.TokenRatio, iv.WallRatio, iv.Inject.Tokens, iv.Restart.Tokens)

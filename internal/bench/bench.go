@@ -82,6 +82,8 @@ type Report struct {
 	SessionWallMS  float64 `json:"session_wall_ms"`
 	ModelTimeMS    float64 `json:"model_time_ms"`
 	StepOverheadMS Percent `json:"step_overhead_ms"`
+	// StepBreakdownMS splits a step's time outside the model by phase.
+	StepBreakdownMS StepBreakdown `json:"step_breakdown_ms"`
 	// BaselineRatio is the Temporal session's wall time over the same
 	// session run in-process (medians).
 	BaselineRatio   float64          `json:"baseline_ratio"`
@@ -105,6 +107,16 @@ type Percent struct {
 	P50 float64 `json:"p50"`
 	P95 float64 `json:"p95"`
 	N   int     `json:"n"`
+}
+
+// StepBreakdown is where agent steps spend the time outside the model:
+// waiting for a worker, then before their first model call (loading the
+// session), then after their last reply (checkpoint, saving the step,
+// reporting completion).
+type StepBreakdown struct {
+	Dispatch    Percent `json:"dispatch"`
+	BeforeModel Percent `json:"before_model"`
+	AfterModel  Percent `json:"after_model"`
 }
 
 // Throughput is one concurrency level.

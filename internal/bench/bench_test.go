@@ -34,6 +34,11 @@ func TestRunSmall(t *testing.T) {
 	require.Equal(t, 6, rep.StepOverheadMS.N, "three agents, two steps each")
 	require.Positive(t, rep.StepOverheadMS.P50)
 	require.GreaterOrEqual(t, rep.StepOverheadMS.P95, rep.StepOverheadMS.P50)
+	b := rep.StepBreakdownMS
+	require.Equal(t, 6, b.BeforeModel.N)
+	require.Positive(t, b.BeforeModel.P50, "a step loads the session before its model call")
+	require.Positive(t, b.AfterModel.P50, "and saves it after")
+	require.LessOrEqual(t, b.Dispatch.P50+b.BeforeModel.P50+b.AfterModel.P50, rep.StepOverheadMS.P95*1.5+1)
 
 	require.Len(t, rep.Throughput, 2)
 	for _, tp := range rep.Throughput {

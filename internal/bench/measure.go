@@ -26,7 +26,8 @@ func overhead(ctx context.Context, e *env, m *model, o Options, cfg *config.Conf
 	if r := e.runSession(ctx, "warmup", cfg); r.err != nil {
 		return fmt.Errorf("warm-up session: %w", r.err)
 	}
-	var walls, models, steps []time.Duration
+	var walls, models []time.Duration
+	var steps []stepTimes
 	var ratios []float64
 	for i := 1; i <= o.Sessions; i++ {
 		mark := m.mark()
@@ -60,7 +61,19 @@ func overhead(ctx context.Context, e *env, m *model, o Options, cfg *config.Conf
 	slices.Sort(ratios)
 	rep.OverheadRatio = round3(ratios[len(ratios)/2])
 	rep.SessionWallMS, rep.ModelTimeMS = ms(median(walls)), ms(median(models))
-	rep.StepOverheadMS = percentiles(steps)
+	pick := func(f func(stepTimes) time.Duration) []time.Duration {
+		var ds []time.Duration
+		for _, s := range steps {
+			ds = append(ds, f(s))
+		}
+		return ds
+	}
+	rep.StepOverheadMS = percentiles(pick(func(s stepTimes) time.Duration { return s.overhead }))
+	rep.StepBreakdownMS = StepBreakdown{
+		Dispatch:    percentiles(pick(func(s stepTimes) time.Duration { return s.dispatch })),
+		BeforeModel: percentiles(pick(func(s stepTimes) time.Duration { return s.before })),
+		AfterModel:  percentiles(pick(func(s stepTimes) time.Duration { return s.after })),
+	}
 	rep.BaselineWallMS = ms(median(base))
 	rep.BaselineRatio = ratio(rep.SessionWallMS, rep.BaselineWallMS)
 	return nil

@@ -77,22 +77,32 @@ func (e *env) runConcurrent(ctx context.Context, prefix string, n int, cfg *conf
 	return runs, time.Since(start)
 }
 
+// stepTimes is where one agent step's time outside the model went.
+type stepTimes struct {
+	overhead time.Duration // scheduled → completed, minus model time
+	dispatch time.Duration // scheduled → started on a worker
+	before   time.Duration // started → the step's first model call
+	after    time.Duration // the step's last model reply → completed
+}
+
 // stepOverheads reads a session's history and returns, for every agent
-// step, the time from scheduling to completion that was not model time:
-// task dispatch, loading and saving the session, checkpoints, heartbeats.
-func (e *env) stepOverheads(ctx context.Context, id string, calls []call) ([]time.Duration, error) {
+// step, the time from scheduling to completion that was not model time —
+// task dispatch, loading and saving the session, checkpoints, heartbeats —
+// and where it went.
+func (e *env) stepOverheads(ctx context.Context, id string, calls []call) ([]stepTimes, error) {
 	type scheduled struct {
-		agent string
-		at    time.Time
+		agent       string
+		at, started time.Time
 	}
-	sched := map[int64]scheduled{}
-	var out []time.Duration
+	sched := map[int64]*scheduled{}
+	var out []stepTimes
 	iter := e.client.GetWorkflowHistory(ctx, id, "", false, 0)
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		if err != nil {
 			return nil, fmt.Errorf("history of %s: %w", id, err)
 		}
+		at := ev.GetEventTime().AsTime()
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activities.NameAgentStep {
 			var in activities.AgentStepInput
 			if p := a.GetInput().GetPayloads(); len(p) == 1 {
@@ -100,15 +110,38 @@ func (e *env) stepOverheads(ctx context.Context, id string, calls []call) ([]tim
 					return nil, fmt.Errorf("history of %s: an AgentStep input is not JSON (is a payload codec on?): %w", id, err)
 				}
 			}
-			sched[ev.GetEventId()] = scheduled{agent: in.Agent, at: ev.GetEventTime().AsTime()}
+			sched[ev.GetEventId()] = &scheduled{agent: in.Agent, at: at}
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			if s, ok := sched[a.GetScheduledEventId()]; ok {
+				s.started = at
+			}
 		}
 		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
 			s, ok := sched[a.GetScheduledEventId()]
 			if !ok {
 				continue
 			}
-			done := ev.GetEventTime().AsTime()
-			out = append(out, done.Sub(s.at)-agentModelTime(calls, s.agent, s.at, done))
+			st := stepTimes{overhead: at.Sub(s.at) - agentModelTime(calls, s.agent, s.at, at)}
+			if !s.started.IsZero() {
+				st.dispatch = s.started.Sub(s.at)
+				var first, last time.Time
+				for _, c := range calls {
+					if c.agent != s.agent || c.start.Before(s.at) || c.end.After(at) || c.end.IsZero() {
+						continue
+					}
+					if first.IsZero() || c.start.Before(first) {
+						first = c.start
+					}
+					if c.end.After(last) {
+						last = c.end
+					}
+				}
+				if !first.IsZero() {
+					st.before, st.after = first.Sub(s.started), at.Sub(last)
+				}
+			}
+			out = append(out, st)
 		}
 	}
 	return out, nil
