@@ -25,6 +25,8 @@ type MinIO struct {
 	Region string
 
 	proc *Process
+	// What Start needs to bring the same server back after Stop.
+	bin, apiAddr, consoleAddr, dataDir string
 }
 
 // StartMinIO starts a MinIO server for the duration of the test and sets the
@@ -43,20 +45,12 @@ func StartMinIO(t testing.TB) *MinIO {
 	// can win the race; a fresh pair of ports is the fix.
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		apiPort, consolePort := FreePort(t), FreePort(t)
-		endpoint := fmt.Sprintf("http://127.0.0.1:%d", apiPort)
-		cmd := exec.Command(bin, "server",
-			"--address", fmt.Sprintf("127.0.0.1:%d", apiPort),
-			"--console-address", fmt.Sprintf("127.0.0.1:%d", consolePort),
-			"--quiet",
-			t.TempDir())
-		cmd.Env = append(os.Environ(),
-			"MINIO_ROOT_USER="+m.AccessKey,
-			"MINIO_ROOT_PASSWORD="+m.SecretKey,
-			"MINIO_BROWSER=off",
-			"MINIO_UPDATE=off",
-		)
-		p := StartProcess(t, "minio", cmd)
+		m.bin = bin
+		m.apiAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		m.consoleAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		m.dataDir = t.TempDir()
+		endpoint := "http://" + m.apiAddr
+		p := StartProcess(t, "minio", m.command())
 		lastErr = WaitHTTP(p, endpoint+"/minio/health/live", 60*time.Second)
 		if lastErr == nil {
 			m.Endpoint, m.proc = endpoint, p
@@ -72,6 +66,52 @@ func StartMinIO(t testing.TB) *MinIO {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", m.SecretKey)
 	t.Setenv("AWS_SESSION_TOKEN", "") // a developer's token would break the signature
 	return m
+}
+
+func (m *MinIO) command() *exec.Cmd {
+	cmd := exec.Command(m.bin, "server",
+		"--address", m.apiAddr,
+		"--console-address", m.consoleAddr,
+		"--quiet",
+		m.dataDir)
+	cmd.Env = append(os.Environ(),
+		"MINIO_ROOT_USER="+m.AccessKey,
+		"MINIO_ROOT_PASSWORD="+m.SecretKey,
+		"MINIO_BROWSER=off",
+		"MINIO_UPDATE=off",
+	)
+	return cmd
+}
+
+// Stop stops the server (SIGTERM, then SIGKILL after 10s) and waits for it
+// to exit, keeping its data directory, for tests of what happens while
+// storage is down. Calling it again is a no-op.
+func (m *MinIO) Stop() { m.proc.Stop() }
+
+// Start brings a stopped server back on the same address, data directory
+// and credentials, like an operator restarting storage, and returns once it
+// answers. Stored objects are still there and Endpoint, URL and the AWS
+// variables stay valid. Call it from the test goroutine (it may t.Fatalf).
+func (m *MinIO) Start(t testing.TB) {
+	t.Helper()
+	if exited, _ := m.proc.Exited(); !exited {
+		t.Fatalf("testenv: MinIO at %s is still running; Stop it before Start", m.Endpoint)
+	}
+	// The old process has exited, but the kernel may take a moment to
+	// release its port; a second try covers that.
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		p := StartProcess(t, "minio", m.command())
+		lastErr = WaitHTTP(p, m.Endpoint+"/minio/health/live", 60*time.Second)
+		if lastErr == nil {
+			m.proc = p
+			return
+		}
+		p.Stop()
+		t.Logf("testenv: minio restart attempt %d: %v\n%s", attempt+1, lastErr, p.Log())
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("testenv: MinIO did not start again on %s: %v", m.apiAddr, lastErr)
 }
 
 // URL returns an s3:// location for storage.Open that targets this server
