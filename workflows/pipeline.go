@@ -149,7 +149,7 @@ type pipelineRun struct {
 
 func (p *pipelineRun) init(ctx workflow.Context) error {
 	var res activities.InitPipelineResult
-	err := workflow.ExecuteActivity(p.smallCtx(ctx, "init pipeline"), activities.NameInitPipeline, activities.InitPipelineInput{
+	err := workflow.ExecuteActivity(storageActivityCtx(ctx, "init pipeline", 5*time.Minute), activities.NameInitPipeline, activities.InitPipelineInput{
 		RunID: p.runID, Definition: p.in.Definition, Input: p.in.Input, ResumeFrom: p.in.ResumeFrom,
 	}).Get(ctx, &res)
 	if err != nil {
@@ -161,7 +161,7 @@ func (p *pipelineRun) init(ctx workflow.Context) error {
 		return nil
 	}
 	var reuse activities.PipelineReuseResult
-	err = workflow.ExecuteActivity(p.smallCtx(ctx, "reuse steps of "+p.in.ResumeFrom), activities.NamePipelineReuse,
+	err = workflow.ExecuteActivity(storageActivityCtx(ctx, "reuse steps of "+p.in.ResumeFrom, 5*time.Minute), activities.NamePipelineReuse,
 		activities.PipelineReuseInput{RunID: p.runID, From: p.in.ResumeFrom}).Get(ctx, &reuse)
 	if err != nil {
 		return p.end(ctx, string(pipeline.Error), "resume: "+failureMessage(err))

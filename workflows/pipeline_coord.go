@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -37,7 +38,7 @@ func (p *pipelineRun) coordinate(ctx workflow.Context, step pipeline.Step, seq i
 		return res, nil
 	}
 	res.Status, res.Summary, res.Usage = pipeline.Completed, cr.FinalAnswer, cr.Usage
-	err := workflow.ExecuteActivity(p.smallCtx(ctx, fmt.Sprintf("store step %d · %s", seq, step.Name)),
+	err := workflow.ExecuteActivity(storageActivityCtx(ctx, fmt.Sprintf("store step %d · %s", seq, step.Name), 5*time.Minute),
 		activities.NameAdoptSession, activities.AdoptSessionInput{
 			RunID: p.runID, Folder: folder, From: p.from, Session: sessionID, Result: res,
 		}).Get(ctx, nil)

@@ -59,10 +59,19 @@ func (w *coordination) smallCtx(ctx workflow.Context, summary string) workflow.C
 	return smallActivityCtx(ctx, summary)
 }
 
-// smallActivityCtx is smallCtx for every workflow of this package.
+// smallActivityCtx is smallCtx for every workflow of this package. These
+// activities write one small object and do not heartbeat, so the
+// start-to-close timeout is how long a worker that died mid-write holds
+// its session up: 20 s, an order of magnitude above a slow write.
 func smallActivityCtx(ctx workflow.Context, summary string) workflow.Context {
+	return storageActivityCtx(ctx, summary, 20*time.Second)
+}
+
+// storageActivityCtx is smallActivityCtx with room for more: copying
+// workspaces, or summarising a project context with one model call.
+func storageActivityCtx(ctx workflow.Context, summary string, timeout time.Duration) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
+		StartToCloseTimeout: timeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
