@@ -33,6 +33,10 @@ type StepOutput struct {
 	Duration     time.Duration
 	Cost         map[string]any
 	Now          time.Time
+	// Fresh says no earlier attempt of this step got as far as saving (it
+	// found no checkpoint of the step: every save follows one), so there
+	// are no leftovers to clear first.
+	Fresh bool
 }
 
 // Saved tells where a step went.
@@ -88,8 +92,10 @@ func Save(ctx context.Context, st storage.Store, out StepOutput) (Saved, error) 
 	}
 	// Leftovers of an unfinished attempt at this step must not mix with the
 	// new workspace.
-	if err := deletePrefix(ctx, st, WorkspacePrefix(out.Agent, step)); err != nil {
-		return Saved{}, err
+	if !out.Fresh {
+		if err := deletePrefix(ctx, st, WorkspacePrefix(out.Agent, step)); err != nil {
+			return Saved{}, err
+		}
 	}
 
 	ts := Timestamp(out.Now)

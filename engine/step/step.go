@@ -125,6 +125,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if stepNo != o.Step { // step mode: the step number was not known before
 		data, err = o.Store.Get(ctx, traceKey)
 	}
+	fresh := stepNo == o.Step && errors.Is(err, storage.ErrNotFound)
 	if err == nil {
 		if t, err := round.ParseTranscript(data); err == nil && t.Tag == o.Tag {
 			in.Resume = t
@@ -142,7 +143,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		Agent: o.Agent, Step: stepNo, Action: out.Action, Answer: out.Answer,
 		WorkspaceDir: nonEmptyDir(in.Workspace.Dir), Target: out.Target, Reason: out.Reason,
 		Summary: out.Summary, StopStatus: out.StopStatus, SeenSteps: out.SeenSteps,
-		Duration: o.Now().Sub(started), Now: o.Now(),
+		Duration: o.Now().Sub(started), Now: o.Now(), Fresh: fresh,
 		Cost: map[string]any{"input_tokens": out.Usage.InputTokens, "output_tokens": out.Usage.OutputTokens, "cost_usd": out.Usage.CostUSD},
 	})
 	if err != nil {
