@@ -23,7 +23,7 @@ func TestFailedAgentSessionGoesOn(t *testing.T) {
 		wantCalls int
 	}{
 		{"non-retryable", temporal.NewNonRetryableApplicationError("the model rejected the request", "ModelRejected", nil), 1},
-		{"retries used up", errors.New("connection reset"), 6},
+		{"retries used up", errors.New("connection reset"), 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seen := map[string]int{a: 1, b: 1}

@@ -43,10 +43,12 @@ func agentStepOptions(agent string, step, heartbeatSeconds int) workflow.Activit
 		StartToCloseTimeout: 30 * time.Minute,
 		HeartbeatTimeout:    heartbeat,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        time.Minute,
-			MaximumAttempts:        6,
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			// 1+2+…+32 s, then a minute apart: an agent survives about four
+			// minutes of storage outage or rate limiting.
+			MaximumAttempts:        10,
 			NonRetryableErrorTypes: nonRetryable,
 		},
 		Summary: agent + " · step " + strconv.Itoa(step),
