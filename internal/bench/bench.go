@@ -130,7 +130,8 @@ type Throughput struct {
 }
 
 // InjectVsRestart compares update modes on one scenario; ratios are inject
-// divided by restart.
+// divided by restart. Tokens are the mean over the sessions run, wall time
+// the median.
 type InjectVsRestart struct {
 	TokenRatio float64  `json:"token_ratio"`
 	WallRatio  float64  `json:"wall_ratio"`

@@ -167,8 +167,13 @@ func injectVsRestart(ctx context.Context, e *env, o Options) (*InjectVsRestart, 
 			fmt.Fprintf(o.Progress, "update_mode %s %d/%d: %v, %d tokens, %d model calls (%d cancelled)\n",
 				mode, i, o.Sessions, r.wall.Round(time.Millisecond), tokens[len(tokens)-1], last.ModelCalls, last.Cancelled)
 		}
-		slices.Sort(tokens)
-		last.Tokens, last.WallMS = tokens[len(tokens)/2], ms(median(walls))
+		// Tokens add up over sessions, so their mean is what a mode costs;
+		// wall time is a latency, so its median.
+		var sum int64
+		for _, n := range tokens {
+			sum += n
+		}
+		last.Tokens, last.WallMS = sum/int64(len(tokens)), ms(median(walls))
 		costs[mode] = last
 	}
 	in, re := costs["inject"], costs["restart"]
