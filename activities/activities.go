@@ -100,6 +100,9 @@ func (a *Activities) AgentStep(ctx context.Context, in AgentStepInput) (AgentSte
 	hb := a.heartbeat(ctx)
 	defer hb.stop()
 	o := cfg.Orchestrator
+	// A new answer cancels running peers in restart mode; beating every
+	// turn lets them stop at their next safe point.
+	hb.everyTurn = o.UpdateMode == config.UpdateRestart && !o.DisableInjection
 	res, err := step.Run(ctx, step.Options{
 		Store: st, Config: cfg, Agent: agent.ID, Task: in.Task, EvalCriteria: nonNil(in.EvalCriteria),
 		Step: in.Step, Mode: round.Mode(in.Mode), Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Model: model,

@@ -23,6 +23,11 @@ type heartbeater struct {
 	// now asks the beating goroutine for a beat at once; nil outside an
 	// activity.
 	now chan struct{}
+	// exited is closed when the beating goroutine has returned.
+	exited chan struct{}
+	// everyTurn beats after every checkpoint, not only on the timer: for
+	// steps the workflow may cancel mid-way (update_mode restart).
+	everyTurn bool
 }
 
 // heartbeat records progress on a timer, so a worker that dies is noticed
@@ -44,7 +49,9 @@ func (a *Activities) heartbeat(ctx context.Context) *heartbeater {
 	}
 	// Beats go out from this goroutine: an unthrottled heartbeat is a
 	// round trip to the server that a step should not wait for.
+	h.exited = make(chan struct{})
 	go func() {
+		defer close(h.exited)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -68,14 +75,14 @@ func (h *heartbeater) progress() Progress {
 	return h.p
 }
 
-// turns records a checkpoint and beats at once: a step learns of its
-// cancellation (update_mode restart, a cancelled session) at its next safe
-// point rather than at the next tick. The SDK throttles what is sent.
+// turns records a checkpoint. With everyTurn it also beats at once, so
+// the step learns of its cancellation (update_mode restart) at its next
+// safe point rather than at the next tick; the SDK throttles what is sent.
 func (h *heartbeater) turns(n int) {
 	h.mu.Lock()
 	h.p.Turns = n
 	h.mu.Unlock()
-	if h.now != nil {
+	if h.now != nil && h.everyTurn {
 		select {
 		case h.now <- struct{}{}:
 		default: // a beat is already due
@@ -83,4 +90,11 @@ func (h *heartbeater) turns(n int) {
 	}
 }
 
-func (h *heartbeater) stop() { h.once.Do(func() { close(h.done) }) }
+// stop ends the beating and waits for a beat in flight: the step's
+// completion cancels its context, which would cut that call off mid-way.
+func (h *heartbeater) stop() {
+	h.once.Do(func() { close(h.done) })
+	if h.exited != nil {
+		<-h.exited
+	}
+}

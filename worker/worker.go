@@ -57,10 +57,12 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		// In-flight steps get this long to finish on shutdown; the rest
 		// are retried elsewhere from their checkpoints.
 		WorkerStopTimeout: 10 * time.Second,
-		// A step beats after every model turn; sending within a second
-		// lets a cancellation (update_mode restart) stop it at its next
-		// safe point instead of up to a minute later.
-		MaxHeartbeatThrottleInterval: time.Second,
+		// A step beats after every model turn; sending within 5 s lets a
+		// cancellation (update_mode restart) stop it within seconds of its
+		// next safe point instead of up to a minute later. The SDK also
+		// gives each beat this long, and cancels a step whose beat times
+		// out: less would cancel steps whenever the server is slow.
+		MaxHeartbeatThrottleInterval: 5 * time.Second,
 	})
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{
