@@ -49,13 +49,11 @@ func (w *coordination) startStatusWriter(ctx workflow.Context) {
 func (w *coordination) writeStatus(ctx workflow.Context) {
 	in := activities.WriteStatusInput{SessionID: w.in.SessionID, Status: w.snapshot()}
 	summary := "status · " + w.phase
-	sw := w.statusW
-	if sw == nil || (!finalPhase(w.phase) && ctx.Err() == nil) {
-		if sw != nil {
+	if sw := w.statusW; sw != nil {
+		if !finalPhase(w.phase) && ctx.Err() == nil {
 			sw.next, sw.summary = &in, summary
 			return
 		}
-	} else {
 		// Earlier snapshots are superseded by this one; let a write in
 		// flight finish so it cannot land after it.
 		sw.next = nil

@@ -161,3 +161,30 @@ func TestPresent(t *testing.T) {
 	_, _, err = Present(ctx, PresentOptions{Store: st, Config: cfg, Presenter: "agent_a", Task: "t", Strategy: config.FinalWinnerReuse, Now: now})
 	require.ErrorIs(t, err, ErrBadInput)
 }
+
+// A relaunch of a step whose earlier attempt checkpointed and stored part
+// of its workspace starts from a clean folder: the leftovers do not end up
+// in the new answer's workspace.
+func TestRelaunchClearsLeftoversOfAnEarlierAttempt(t *testing.T) {
+	st := store(t)
+	cfg := team(t)
+	ctx := context.Background()
+	srv := llmtest.Start(t,
+		llmtest.Func(func(r llmtest.Request) llmtest.Reply {
+			if r.Last().Role == "tool" {
+				return call("new_answer", `{"content":"A with new.md"}`)
+			}
+			return call("write_file", `{"path":"new.md","content":"new"}`)
+		}),
+	)
+	leftover := session.WorkspacePrefix("agent_a", 1) + "stale.md"
+	require.NoError(t, st.Put(ctx, leftover, []byte("from an earlier attempt")))
+	require.NoError(t, st.Put(ctx, session.TraceKey("agent_a", 1), []byte(`{"tag":"launch-1"}`+"\n")))
+
+	_, err := Run(ctx, Options{Store: st, Config: cfg, Agent: "agent_a", Task: "t", Step: 1, Model: model(t, srv), Tag: "launch-2", Now: now})
+	require.NoError(t, err)
+	_, err = st.Get(ctx, session.WorkspacePrefix("agent_a", 1)+"new.md")
+	require.NoError(t, err)
+	_, err = st.Get(ctx, leftover)
+	require.ErrorIs(t, err, storage.ErrNotFound, "the earlier attempt's file was cleared")
+}

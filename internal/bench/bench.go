@@ -130,8 +130,8 @@ type Throughput struct {
 }
 
 // InjectVsRestart compares update modes on one scenario; ratios are inject
-// divided by restart. Tokens are the mean over the sessions run, wall time
-// the median.
+// divided by restart. Tokens and calls are means over the sessions run,
+// wall time the median.
 type InjectVsRestart struct {
 	TokenRatio float64  `json:"token_ratio"`
 	WallRatio  float64  `json:"wall_ratio"`
@@ -228,5 +228,7 @@ func ratio(a, b float64) float64 {
 	if b == 0 {
 		return 0
 	}
-	return float64(int64(a/b*1000+0.5)) / 1000
+	return round3(a / b)
 }
+
+func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }

@@ -38,7 +38,6 @@ func TestRunSmall(t *testing.T) {
 	require.Equal(t, 6, b.BeforeModel.N)
 	require.Positive(t, b.BeforeModel.P50, "a step loads the session before its model call")
 	require.Positive(t, b.AfterModel.P50, "and saves it after")
-	require.LessOrEqual(t, b.Dispatch.P50+b.BeforeModel.P50+b.AfterModel.P50, rep.StepOverheadMS.P95*1.5+1)
 
 	require.Len(t, rep.Throughput, 2)
 	for _, tp := range rep.Throughput {

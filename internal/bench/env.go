@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,33 +73,10 @@ func startEnv(ctx context.Context) (_ *env, err error) {
 	return e, nil
 }
 
-func findBinary(dir, envVar, name string) (string, error) {
-	if p := os.Getenv(envVar); p != "" {
-		return p, nil
-	}
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, "bin", name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p, nil
-		}
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("%s was not found in ./bin above %s or on PATH; run `make tools` (or set $%s)", name, dir, envVar)
-}
-
 // startMinIO runs MinIO on a free loopback port with random credentials in
 // a temporary directory, and points this process's S3 client at it.
 func (e *env) startMinIO(ctx context.Context, wd string) error {
-	bin, err := findBinary(wd, MinIOBinaryEnv, "minio")
+	bin, err := devserver.FindTool(wd, MinIOBinaryEnv, "minio", "MinIO")
 	if err != nil {
 		return err
 	}

@@ -147,9 +147,10 @@ func injectVsRestart(ctx context.Context, e *env, o Options) (*InjectVsRestart, 
 		if err != nil {
 			return nil, err
 		}
-		var tokens []int64
+		// Tokens and calls add up over sessions, so their means are what a
+		// mode costs; wall time is a latency, so its median.
+		var sum ModeCost
 		var walls []time.Duration
-		var last ModeCost
 		for i := 1; i <= o.Sessions; i++ {
 			mark := m.mark()
 			r := e.runSession(ctx, fmt.Sprintf("%s-%d", mode, i), cfg)
@@ -157,24 +158,20 @@ func injectVsRestart(ctx context.Context, e *env, o Options) (*InjectVsRestart, 
 				return nil, fmt.Errorf("update_mode %s: %w", mode, r.err)
 			}
 			calls := m.since(mark)
-			last = ModeCost{ModelCalls: len(calls)}
+			one := ModeCost{Tokens: tokenCount(calls), ModelCalls: len(calls)}
 			for _, c := range calls {
 				if !c.delivered {
-					last.Cancelled++
+					one.Cancelled++
 				}
 			}
-			tokens, walls = append(tokens, tokenCount(calls)), append(walls, r.wall)
+			sum.Tokens, sum.ModelCalls, sum.Cancelled = sum.Tokens+one.Tokens, sum.ModelCalls+one.ModelCalls, sum.Cancelled+one.Cancelled
+			walls = append(walls, r.wall)
 			fmt.Fprintf(o.Progress, "update_mode %s %d/%d: %v, %d tokens, %d model calls (%d cancelled)\n",
-				mode, i, o.Sessions, r.wall.Round(time.Millisecond), tokens[len(tokens)-1], last.ModelCalls, last.Cancelled)
+				mode, i, o.Sessions, r.wall.Round(time.Millisecond), one.Tokens, one.ModelCalls, one.Cancelled)
 		}
-		// Tokens add up over sessions, so their mean is what a mode costs;
-		// wall time is a latency, so its median.
-		var sum int64
-		for _, n := range tokens {
-			sum += n
-		}
-		last.Tokens, last.WallMS = sum/int64(len(tokens)), ms(median(walls))
-		costs[mode] = last
+		n := o.Sessions
+		costs[mode] = ModeCost{Tokens: sum.Tokens / int64(n), ModelCalls: sum.ModelCalls / n,
+			Cancelled: sum.Cancelled / n, WallMS: ms(median(walls))}
 	}
 	in, re := costs["inject"], costs["restart"]
 	return &InjectVsRestart{
@@ -183,5 +180,3 @@ func injectVsRestart(ctx context.Context, e *env, o Options) (*InjectVsRestart, 
 		Inject:     in, Restart: re,
 	}, nil
 }
-
-func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }

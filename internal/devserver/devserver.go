@@ -93,14 +93,25 @@ type process struct {
 // bin/temporal in dir or the nearest parent that has one (the module root
 // when run from inside the repository), else temporal on PATH.
 func FindBinary(dir string) (string, error) {
-	if p := os.Getenv(BinaryEnv); p != "" {
+	return FindTool(dir, BinaryEnv, "temporal", "the Temporal CLI")
+}
+
+// FindTool finds a tool that `make tools` installs into bin/: $envVar if
+// set, else bin/<name> in dir or the nearest parent that has one, else
+// <name> on PATH. label names the tool in errors.
+func FindTool(dir, envVar, name, label string) (string, error) {
+	if p := os.Getenv(envVar); p != "" {
 		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-			return "", fmt.Errorf("the Temporal CLI was not found at %s (from $%s); run `make tools` or fix the variable", p, BinaryEnv)
+			return "", fmt.Errorf("%s was not found at %s (from $%s); run `make tools` or fix the variable", label, p, envVar)
 		}
 		return p, nil
 	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
 	for d := dir; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, "bin", "temporal")
+		p := filepath.Join(d, "bin", name)
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 			return p, nil
 		}
@@ -108,10 +119,10 @@ func FindBinary(dir string) (string, error) {
 			break
 		}
 	}
-	if p, err := exec.LookPath("temporal"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("the Temporal CLI was not found in ./bin above %s or on PATH; run `make tools` (or set $%s)", dir, BinaryEnv)
+	return "", fmt.Errorf("%s was not found in ./bin above %s or on PATH; run `make tools` (or set $%s)", label, dir, envVar)
 }
 
 // Start starts the server and returns once a client can describe its
