@@ -92,3 +92,37 @@ func TestStepsExhausted(t *testing.T) {
 		assert.Equal(t, tc.want, got, "steps %d max %d", tc.steps, tc.max)
 	}
 }
+
+func TestNextMode(t *testing.T) {
+	one := 1
+	lim := Limits{MaxNewAnswersPerAgent: &one}
+	fresh := Ledger{Agents: []Agent{{ID: "a"}, {ID: "b"}}}
+	capped := Ledger{Agents: []Agent{{ID: "a", AnswerCount: 1, LatestAnswerStep: 1, LatestStep: 1, LastAction: ActionNewAnswer}, {ID: "b"}}}
+	zero := 0
+	for _, tc := range []struct {
+		name   string
+		l      Ledger
+		lim    Limits
+		decomp bool
+		want   Mode
+		ok     bool
+	}{
+		{"first step votes or answers", fresh, lim, false, ModeVoting, true},
+		{"decomposition always", capped, lim, true, ModeDecomposition, true},
+		{"capped with answers is vote-only", capped, lim, false, ModeVoteOnly, true},
+		{"capped with no answer anywhere waits", fresh, Limits{MaxNewAnswersGlobal: &zero}, false, ModeVoteOnly, false},
+	} {
+		m, ok := NextMode(tc.l, "a", tc.decomp, tc.lim)
+		if m != tc.want || ok != tc.ok {
+			t.Errorf("%s: NextMode = %q, %v; want %q, %v", tc.name, m, ok, tc.want, tc.ok)
+		}
+	}
+	for _, m := range []Mode{ModeVoting, ModeVoteOnly, ModeDecomposition, ModePresent} {
+		if !m.Valid() {
+			t.Errorf("%q should be valid", m)
+		}
+	}
+	if Mode("answer_only").Valid() {
+		t.Error("answer_only is not a mode")
+	}
+}
