@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/conclave-ai/conclave/activities"
@@ -21,6 +22,7 @@ import (
 type devFlags struct {
 	storage, db  string
 	port, uiPort int
+	log          logFlags
 }
 
 func (f *devFlags) add(cmd *cobra.Command) {
@@ -28,6 +30,9 @@ func (f *devFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.db, "db", filepath.Join(worker.DefaultStorage, "dev", "temporal.db"), "dev server database file (sessions survive restarts)")
 	cmd.Flags().IntVar(&f.port, "port", 7233, "Temporal gRPC port (a free one if taken)")
 	cmd.Flags().IntVar(&f.uiPort, "ui-port", 8233, "Web UI port (a free one if taken)")
+	// Warnings only by default: the worker shares the terminal with the
+	// session's progress.
+	f.log.add(cmd, "warn")
 }
 
 // devEnv is a running dev server plus an in-process worker.
@@ -52,6 +57,10 @@ func (e *devEnv) close() {
 
 // startDev starts the Temporal dev server from ./bin and a worker.
 func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, out io.Writer) (*devEnv, error) {
+	logger, err := f.log.logger(os.Stderr)
+	if err != nil {
+		return nil, err
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
@@ -74,7 +83,8 @@ func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, o
 		return nil, err
 	}
 	env.store = st.Location()
-	o, err := withCodec(client.Options{HostPort: env.server.HostPort, Namespace: env.server.Namespace, Logger: quietLogger{}})
+	o, err := withCodec(client.Options{HostPort: env.server.HostPort, Namespace: env.server.Namespace,
+		Logger: log.NewStructuredLogger(logger)})
 	if err != nil {
 		env.close()
 		return nil, err

@@ -38,7 +38,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(stderr, "conclave:", err)
+	verbose, _ := root.PersistentFlags().GetBool("verbose")
+	fmt.Fprintln(stderr, "conclave:", errorText(err, verbose))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
@@ -52,11 +53,34 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Durable multi-agent coordination on Temporal",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.PersistentFlags().Bool("verbose", false, "on failure, print the whole error chain, not only its cause")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newSessionCmd(), newStepCmd(), newWorkerCmd(), newRunCmd(), newDemoModelCmd(), newDevCmd(), newDemoCmd(), newPipelineCmd())
 	root.AddCommand(newCodecServerCmd(), newBenchCmd())
 	root.AddCommand(newManageCmds()...)
 	return root
+}
+
+// errorText is what a failed command prints: one cause, once, in a line,
+// unless verbose asks for the whole chain.
+func errorText(err error, verbose bool) string {
+	var d *detailedError
+	isDetailed := errors.As(err, &d) && d.err != nil
+	if verbose {
+		if isDetailed {
+			return err.Error() + "\n  detail: " + d.err.Error()
+		}
+		return err.Error()
+	}
+	msg := err.Error()
+	if !isDetailed {
+		msg = dedupe(msg)
+	}
+	if isDetailed || msg != err.Error() {
+		msg += " (--verbose for details)"
+	}
+	return msg
 }

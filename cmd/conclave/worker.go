@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"runtime/pprof"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
 	"github.com/conclave-ai/conclave/worker"
@@ -15,6 +13,7 @@ import (
 
 func newWorkerCmd() *cobra.Command {
 	var tf temporalFlags
+	var lf logFlags
 	var storageURL string
 	var concurrency int
 	var cpuProfile string
@@ -28,6 +27,10 @@ func newWorkerCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			logger, err := lf.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
 				if err != nil {
@@ -39,29 +42,26 @@ func newWorkerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o, err := withCodec(client.Options{HostPort: tf.address, Namespace: tf.namespace,
-				Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))})
+			tf.logger = log.NewStructuredLogger(logger)
+			c, err := tf.dial()
 			if err != nil {
 				return err
-			}
-			c, err := client.Dial(o)
-			if err != nil {
-				return fmt.Errorf("connect to Temporal at %s: %w", tf.address, err)
 			}
 			defer c.Close()
 			w := worker.New(c, worker.Options{TaskQueue: tf.taskQueue, Namespace: tf.namespace, Store: st, Concurrency: concurrency})
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start the worker: %w", err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "conclave worker: task queue %q on %s (namespace %s), storage %s\n",
-				tf.taskQueue, tf.address, tf.namespace, st.Location())
+			logger.Info("conclave worker: task queue polled", "task_queue", tf.taskQueue, "address", tf.address,
+				"namespace", tf.namespace, "storage", st.Location())
 			<-ctx.Done()
-			fmt.Fprintln(cmd.ErrOrStderr(), "conclave worker: stopping")
+			logger.Info("conclave worker: stopping")
 			w.Stop()
 			return nil
 		},
 	}
 	tf.add(cmd)
+	lf.add(cmd, "info")
 	cmd.Flags().StringVar(&storageURL, "storage", os.Getenv("CONCLAVE_STORAGE"), "session storage: directory, file:// or s3:// URL (env CONCLAVE_STORAGE; default ./.conclave)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 50, "maximum concurrent agent steps")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until the worker stops")

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	grpcstatus "google.golang.org/grpc/status"
+)
+
+// maxErrorLen bounds the one line a failed command prints without
+// --verbose: one cause, said once.
+const maxErrorLen = 300
+
+// detailedError is a short, actionable message in front of the full
+// error chain, which --verbose prints.
+type detailedError struct {
+	msg string
+	err error
+}
+
+func (e *detailedError) Error() string { return e.msg }
+func (e *detailedError) Unwrap() error { return e.err }
+
+// briefCause reduces an error chain to its root cause: the message of the
+// innermost Temporal application error or gRPC status when there is one,
+// without the wrappers' repetitions.
+func briefCause(err error) string {
+	if err == nil {
+		return ""
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		// Application errors wrap each other (activity → workflow);
+		// the innermost holds the cause.
+		for {
+			var inner *temporal.ApplicationError
+			if next := app.Unwrap(); next == nil || !errors.As(next, &inner) {
+				break
+			}
+			app = inner
+		}
+		if app.Message() != "" {
+			return dedupe(app.Message())
+		}
+	}
+	if s, ok := grpcstatus.FromError(err); ok && s.Message() != "" {
+		return dedupe(s.Message())
+	}
+	return dedupe(err.Error())
+}
+
+// dedupe drops the parts of a "a: b: c" chain that repeat an earlier part,
+// and shortens what is left to maxErrorLen.
+func dedupe(msg string) string {
+	parts := strings.Split(msg, ": ")
+	var kept []string
+	seen := ""
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" || strings.Contains(seen, p) {
+			continue
+		}
+		kept = append(kept, p)
+		seen += "\x00" + p
+	}
+	return shorten(strings.Join(kept, ": "), maxErrorLen)
+}
+
+// shorten cuts s to at most n bytes, on a rune boundary, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

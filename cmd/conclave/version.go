@@ -1,0 +1,45 @@
+package main
+
+import (
+	"runtime/debug"
+	"strings"
+)
+
+// buildVersion is set by release builds:
+// go build -ldflags "-X main.buildVersion=v1.2.3" ./cmd/conclave
+var buildVersion string
+
+// version is the release version when the build set one, else the module
+// version and VCS revision the Go toolchain recorded.
+func version() string {
+	v := buildVersion
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		if v == "" {
+			v = "unknown"
+		}
+		return v
+	}
+	if v == "" {
+		v = info.Main.Version
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	var extra []string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if len(s.Value) > 12 {
+				s.Value = s.Value[:12]
+			}
+			extra = append(extra, "commit "+s.Value)
+		case "vcs.modified":
+			if s.Value == "true" {
+				extra = append(extra, "modified")
+			}
+		}
+	}
+	extra = append(extra, info.GoVersion)
+	return v + " (" + strings.Join(extra, ", ") + ")"
+}

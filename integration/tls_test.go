@@ -1,0 +1,99 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclave-ai/conclave/internal/demo"
+	"github.com/conclave-ai/conclave/internal/testenv"
+)
+
+// TestTLSConnection puts a TLS-terminating proxy that requires client
+// certificates in front of the dev server, the way a secured cluster or
+// Temporal Cloud looks to a client, and runs a session through it with a
+// worker and `conclave run` configured only by Temporal's standard
+// TEMPORAL_TLS_* variables. Plaintext against the same port fails at once
+// and says that TLS is required; TLS without a client certificate is refused.
+func TestTLSConnection(t *testing.T) {
+	bin := conclaveBinary(t)
+	server := testenv.StartTemporal(t)
+	pki := testenv.NewPKI(t)
+	proxy := testenv.StartTLSProxy(t, pki, server.HostPort, true)
+	model := demo.NewServer()
+	require.NoError(t, model.Start())
+	t.Cleanup(model.Close)
+
+	dir := t.TempDir()
+	tlsEnv := append(cleanEnv(),
+		"TEMPORAL_ADDRESS="+proxy.Addr,
+		"TEMPORAL_TLS=true",
+		"TEMPORAL_TLS_CLIENT_CERT_PATH="+pki.ClientCertFile,
+		"TEMPORAL_TLS_CLIENT_KEY_PATH="+pki.ClientKeyFile,
+		"TEMPORAL_TLS_SERVER_CA_CERT_PATH="+pki.CAFile,
+	)
+	w := exec.Command(bin, "worker", "--storage", filepath.Join(dir, "sessions"))
+	w.Env = tlsEnv
+	w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	w.Stdout, w.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, w.Start())
+	t.Cleanup(func() {
+		_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
+		_ = w.Wait()
+	})
+
+	cfg := filepath.Join(dir, "team.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`agents:
+  - id: analyst
+    backend: {type: openai, model: demo-analyst, base_url: `+model.URL()+`}
+  - id: critic
+    backend: {type: openai, model: demo-critic, base_url: `+model.URL()+`}
+`), 0o644))
+	cli := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := cli(tlsEnv, "run", "--config", cfg, "--id", "tls-1", "--poll", "200ms", "Why do durable workflows help agents?")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "== consensus: winner")
+	require.GreaterOrEqual(t, proxy.Handshakes.Load(), int64(2), "worker and CLI both connect through TLS")
+
+	// Plaintext against the TLS port: a clear error, not a hang.
+	out, err = cli(append(cleanEnv(), "TEMPORAL_ADDRESS="+proxy.Addr), "status", "tls-1")
+	require.Error(t, err, out)
+	t.Logf("plaintext: %s", out)
+	require.Contains(t, out, "requires TLS")
+	require.Less(t, len(strings.TrimSpace(out)), 400, out)
+
+	// TLS but no client certificate: refused by the server, and said so.
+	out, err = cli(append(cleanEnv(), "TEMPORAL_ADDRESS="+proxy.Addr, "TEMPORAL_TLS=true",
+		"TEMPORAL_TLS_SERVER_CA_CERT_PATH="+pki.CAFile), "status", "tls-1")
+	require.Error(t, err, out)
+	t.Logf("no client certificate: %s", out)
+	require.Contains(t, out, "TLS")
+
+	// The same flags as the temporal CLI work too.
+	out, err = cli(cleanEnv(), "status", "tls-1", "--address", proxy.Addr, "--tls-cert-path", pki.ClientCertFile,
+		"--tls-key-path", pki.ClientKeyFile, "--tls-ca-path", pki.CAFile)
+	require.NoError(t, err, out)
+	require.Contains(t, out, `"phase": "done"`)
+}
+
+// cleanEnv is this process's environment without Temporal client settings,
+// so a developer's own TEMPORAL_* variables or profile cannot leak in.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TEMPORAL_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "TEMPORAL_CONFIG_FILE="+os.DevNull)
+}
