@@ -71,8 +71,10 @@ type coordination struct {
 	changed   bool       // a step completed since the last publish
 	timedOut  bool
 	cancelled bool
-	lastCause error         // the latest agent failure of this run
-	statusW   *statusWriter // nil on runs recorded before it existed
+	lastCause error // the latest agent failure of this run
+	// presentFallback is why the presentation fell back to the stored answer.
+	presentFallback string
+	statusW         *statusWriter // nil on runs recorded before it existed
 	// Search attribute values last upserted.
 	saPhase, saWinner string
 }

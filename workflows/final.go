@@ -25,6 +25,7 @@ func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error)
 	if err != nil && ctx.Err() == nil && !decomposition && strategy != string(config.FinalWinnerReuse) {
 		workflow.GetLogger(ctx).Warn("presentation failed; using the winner's stored answer",
 			"winner", w.winner, "strategy", strategy, "error", err)
+		w.presentFallback = strategy + " presentation by " + w.winner + " failed: " + failureReason(err)
 		pr, err = w.runPresent(ctx, w.winner, string(config.FinalWinnerReuse))
 	}
 	if ctx.Err() != nil {
@@ -126,13 +127,22 @@ func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy stri
 func (w *coordination) result(pr activities.PresentResult) CoordinationResult {
 	answer, cut := activities.Truncate(pr.Answer, MaxFinalAnswerBytes)
 	r := CoordinationResult{
-		Status:      w.status,
-		Winner:      w.winner,
-		FinalAnswer: answer,
-		Truncated:   pr.Truncated || cut,
-		Session:     w.session,
-		Votes:       coord.Tally(w.ledger),
-		Usage:       w.usage,
+		Status:               w.status,
+		Winner:               w.winner,
+		FinalAnswer:          answer,
+		Truncated:            pr.Truncated || cut,
+		Session:              w.session,
+		Votes:                coord.Tally(w.ledger),
+		Usage:                w.usage,
+		PresentationFallback: w.presentFallback,
+	}
+	for _, a := range w.ledger.Agents {
+		if a.Failed {
+			if r.FailedAgents == nil {
+				r.FailedAgents = map[string]string{}
+			}
+			r.FailedAgents[a.ID] = a.FailReason
+		}
 	}
 	if pr.Key != "" {
 		r.Keys = []string{pr.Key}

@@ -144,6 +144,11 @@ type CoordinationResult struct {
 	Usage       coord.Usage    `json:"usage"`
 	// Keys are the storage keys of the final answer.
 	Keys []string `json:"keys,omitempty"`
+	// FailedAgents maps each agent dropped on the way to why it failed.
+	FailedAgents map[string]string `json:"failed_agents,omitempty"`
+	// PresentationFallback, when set, is why the model-backed presentation
+	// failed and the winner's stored answer was used instead.
+	PresentationFallback string `json:"presentation_fallback,omitempty"`
 }
 
 // HumanInput is the argument of the human_input update. Its JSON form is

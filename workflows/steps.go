@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -145,7 +146,8 @@ func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Futur
 	w.changed = true
 	if err != nil {
 		a.Failed = true
-		w.lastErr = fmt.Sprintf("%s step %d: %v", r.agent, r.step, err)
+		a.FailReason = fmt.Sprintf("step %d: %s", r.step, failureReason(err))
+		w.lastErr = fmt.Sprintf("%s step %d: %s", r.agent, r.step, failureReason(err))
 		w.lastCause = err
 		workflow.GetLogger(ctx).Warn("agent failed; coordination goes on without it",
 			"agent", r.agent, "step", r.step, "error", err)
@@ -227,4 +229,31 @@ func sortedIDs(ids []string) []string {
 	s := slices.Clone(ids)
 	slices.Sort(s)
 	return s
+}
+
+// maxFailReason bounds the reason kept for a dropped agent: it is shown in
+// status lines and carried in the workflow's state.
+const maxFailReason = 300
+
+// failureReason is the cause of a failed step without the activity
+// wrappers: the application error's message (what the step said went
+// wrong) or the timeout, cut to maxFailReason bytes.
+func failureReason(err error) string {
+	msg := err.Error()
+	var app *temporal.ApplicationError
+	var timeout *temporal.TimeoutError
+	switch {
+	case errors.As(err, &app) && app.Message() != "":
+		msg = app.Message()
+	case errors.As(err, &timeout):
+		msg = timeout.Error()
+	}
+	if len(msg) > maxFailReason {
+		cut := maxFailReason
+		for cut > 0 && msg[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return msg
 }

@@ -28,6 +28,7 @@ func (w *coordination) snapshot() coord.Status {
 	}
 	s := coord.Summarize(w.ledger, rule, w.phase)
 	s.Usage = w.usage
+	s.PresentationFallback = w.presentFallback
 	if w.winner != "" {
 		s.Winner = w.winner
 		s.Consensus = w.status == StatusConsensus || w.status == StatusPlurality

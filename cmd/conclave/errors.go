@@ -22,27 +22,17 @@ type detailedError struct {
 func (e *detailedError) Error() string { return e.msg }
 func (e *detailedError) Unwrap() error { return e.err }
 
-// briefCause reduces an error chain to its root cause: the message of the
-// innermost Temporal application error or gRPC status when there is one,
-// without the wrappers' repetitions.
+// briefCause reduces an error chain to one cause: the message of the
+// outermost Temporal application error (Conclave's own words: the
+// workflow's, else the step's) or of the gRPC status when there is one,
+// without the wrappers (workflow, activity ids) and their repetitions.
 func briefCause(err error) string {
 	if err == nil {
 		return ""
 	}
 	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		// Application errors wrap each other (activity → workflow);
-		// the innermost holds the cause.
-		for {
-			var inner *temporal.ApplicationError
-			if next := app.Unwrap(); next == nil || !errors.As(next, &inner) {
-				break
-			}
-			app = inner
-		}
-		if app.Message() != "" {
-			return dedupe(app.Message())
-		}
+	if errors.As(err, &app) && app.Message() != "" {
+		return dedupe(app.Message())
 	}
 	if s, ok := grpcstatus.FromError(err); ok && s.Message() != "" {
 		return dedupe(s.Message())

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/workflows"
 )
 
@@ -31,13 +34,13 @@ func newManageCmds() []*cobra.Command {
 	}
 	status.RunE = func(cmd *cobra.Command, args []string) error {
 		return withClient(&tf[0], func(c client.Client) error {
-			s, err := queryStatus(cmd.Context(), c, args[0])
+			v, err := sessionStatus(cmd.Context(), c, &tf[0], args[0])
 			if err != nil {
-				return fmt.Errorf("query %s: %w", args[0], err)
+				return err
 			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")
-			return enc.Encode(s)
+			return enc.Encode(v)
 		})
 	}
 	answer.RunE = func(cmd *cobra.Command, args []string) error {
@@ -70,6 +73,16 @@ func newManageCmds() []*cobra.Command {
 	}
 	cancel.RunE = func(cmd *cobra.Command, args []string) error {
 		return withClient(&tf[3], func(c client.Client) error {
+			d, err := c.DescribeWorkflowExecution(cmd.Context(), args[0], "")
+			if err != nil {
+				if isNotFound(err) {
+					return fmt.Errorf("no session %s in namespace %s", args[0], tf[3].namespace)
+				}
+				return &detailedError{msg: fmt.Sprintf("cancel %s: %s", args[0], briefCause(err)), err: err}
+			}
+			if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				return &exitError{code: 1, err: fmt.Errorf("session %s already ended (%s); there is nothing to cancel", args[0], executionName(st))}
+			}
 			if err := c.CancelWorkflow(cmd.Context(), args[0], ""); err != nil {
 				return fmt.Errorf("cancel %s: %w", args[0], err)
 			}
@@ -87,4 +100,44 @@ func withClient(tf *temporalFlags, fn func(client.Client) error) error {
 	}
 	defer c.Close()
 	return fn(c)
+}
+
+// statusView is what `conclave status` prints: the session's status query,
+// plus what only Temporal knows: steps being retried, and warnings (no
+// worker, a failing query).
+type statusView struct {
+	*coord.Status
+	// Execution is Temporal's state of the workflow: Running, Completed, …
+	Execution string         `json:"execution"`
+	Retrying  []retryingStep `json:"retrying,omitempty"`
+	Warnings  []string       `json:"warnings,omitempty"`
+}
+
+func sessionStatus(ctx context.Context, c client.Client, tf *temporalFlags, id string) (statusView, error) {
+	dctx, cancel := context.WithTimeout(ctx, callTimeout)
+	d, err := c.DescribeWorkflowExecution(dctx, id, "")
+	cancel()
+	if err != nil {
+		if isNotFound(err) {
+			return statusView{}, fmt.Errorf("no session %s in namespace %s", id, tf.namespace)
+		}
+		return statusView{}, &detailedError{msg: fmt.Sprintf("describe %s: %s", id, briefCause(err)), err: err}
+	}
+	v := statusView{Execution: executionName(d.GetWorkflowExecutionInfo().GetStatus())}
+	workerSeen := false
+	found, retrying, s := newWatcher(c, tf).check(ctx, id, &workerSeen)
+	v.Status, v.Retrying = s, retrying
+	for _, is := range found {
+		v.Warnings = append(v.Warnings, is.text)
+	}
+	return v, nil
+}
+
+// executionName is the workflow status as the Web UI names it.
+func executionName(s enumspb.WorkflowExecutionStatus) string {
+	name := strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_")
+	if name == "" {
+		return "Unknown"
+	}
+	return strings.ToUpper(name[:1]) + strings.ToLower(name[1:])
 }

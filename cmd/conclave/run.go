@@ -112,22 +112,30 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 	go func() { done <- run.Get(ctx, &res) }()
 	tick := time.NewTicker(f.poll)
 	defer tick.Stop()
-	last := ""
+	w := newWatcher(c, &f.temporalFlags)
+	var shown issues
+	last, workerSeen, ticks := "", false, 0
 	for {
 		select {
 		case err := <-done:
 			if err != nil {
-				return fmt.Errorf("session %s failed: %w (details: %s)", id, err, f.link(id))
+				return &detailedError{msg: fmt.Sprintf("session %s failed: %s (details: %s)", id, briefCause(err), f.link(id)), err: err}
 			}
 			printResult(out, res, f.link(id))
 			return nil
 		case <-tick.C:
-			if s, err := queryStatus(ctx, c, id); err == nil {
-				if line := progress(s); line != last {
+			ticks++
+			if workerSeen && ticks%10 == 0 {
+				workerSeen = false // workers come and go: look again now and then
+			}
+			found, retrying, s := w.check(ctx, id, &workerSeen)
+			if s != nil {
+				if line := progress(*s); line != last {
 					fmt.Fprint(out, line)
 					last = line
 				}
 			}
+			fmt.Fprint(out, shown.report(append(found, retryIssues(retrying)...)))
 		case <-ctx.Done():
 			return fmt.Errorf("stopped following %s (the session goes on; `conclave cancel %s` stops it)", id, id)
 		}
@@ -161,6 +169,10 @@ func progress(s coord.Status) string {
 				vote += " (stale)"
 			}
 		}
+		if a.State == coord.StateFailed && a.FailReason != "" {
+			fmt.Fprintf(&b, "  %-12s %-9s %s\n", id, a.State, a.FailReason)
+			continue
+		}
 		fmt.Fprintf(&b, "  %-12s %-9s step %d · answers %d%s\n", id, a.State, a.LatestStep, a.AnswerCount, vote)
 	}
 	return b.String()
@@ -169,6 +181,12 @@ func progress(s coord.Status) string {
 func printResult(out io.Writer, r workflows.CoordinationResult, link string) {
 	fmt.Fprintf(out, "\n== %s: winner %s · votes %s · tokens %d in / %d out · $%.4f\n\n%s\n\n",
 		r.Status, r.Winner, formatVotes(r.Votes), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CostUSD, r.FinalAnswer)
+	for _, id := range sortedKeys(r.FailedAgents) {
+		fmt.Fprintf(out, "dropped %s: %s\n", id, r.FailedAgents[id])
+	}
+	if r.PresentationFallback != "" {
+		fmt.Fprintf(out, "the stored answer was used as is: %s\n", r.PresentationFallback)
+	}
 	if r.Truncated {
 		fmt.Fprintln(out, "(the answer is longer; the whole text is in the session's final/answer.md)")
 	}
@@ -178,4 +196,13 @@ func printResult(out io.Writer, r workflows.CoordinationResult, link string) {
 func formatVotes(v map[string]int) string {
 	data, _ := json.Marshal(v)
 	return string(data)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -21,6 +21,9 @@ type Status struct {
 	Relaunch  []string               `json:"relaunch"`
 	Votes     map[string]int         `json:"votes"`
 	Usage     Usage                  `json:"usage"`
+	// PresentationFallback, when set, is why the model-backed presentation
+	// failed and the winner's stored answer was used as the final one.
+	PresentationFallback string `json:"presentation_fallback,omitempty"`
 }
 
 // AgentStatus is one agent's line in Status, keyed by real id: the status is
@@ -36,6 +39,8 @@ type AgentStatus struct {
 	// VoteStale is true when the agent's latest action is a vote that no
 	// longer counts (a missing vote file included).
 	VoteStale bool `json:"vote_stale"`
+	// FailReason is why a failed agent was dropped.
+	FailReason string `json:"fail_reason,omitempty"`
 }
 
 // Usage is the token and cost total of a session.
@@ -68,6 +73,7 @@ func Summarize(l Ledger, rule Rule, phase string) Status {
 			LatestStep:       a.LatestStep,
 			LatestAnswerStep: a.LatestAnswerStep,
 			AnswerCount:      a.AnswerCount,
+			FailReason:       a.FailReason,
 		}
 		if a.LastAction == ActionVote {
 			if v := CurrentVote(a); v != nil {

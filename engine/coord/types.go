@@ -65,6 +65,9 @@ type Agent struct {
 	Stop *Stop `json:"stop,omitempty"`
 	// Failed agents are dropped from coordination and never relaunched.
 	Failed bool `json:"failed,omitempty"`
+	// FailReason says why a failed agent was dropped ("step 2: …"), for
+	// the operator who has to fix it.
+	FailReason string `json:"fail_reason,omitempty"`
 	// Running marks an agent whose current step has not finished.
 	Running bool `json:"running,omitempty"`
 }
