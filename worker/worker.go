@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/conclave-ai/conclave/activities"
@@ -39,6 +40,8 @@ type Options struct {
 	Concurrency int
 	// HeartbeatEvery overrides the agent-step heartbeat period.
 	HeartbeatEvery time.Duration
+	// Interceptors observe workflows and activities (metrics).
+	Interceptors []interceptor.WorkerInterceptor
 }
 
 // New registers the workflows and activities on a new worker.
@@ -63,6 +66,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		// gives each beat this long, and cancels a step whose beat times
 		// out: less would cancel steps whenever the server is slow.
 		MaxHeartbeatThrottleInterval: 5 * time.Second,
+		Interceptors:                 o.Interceptors,
 	})
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{

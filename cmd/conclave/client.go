@@ -38,6 +38,9 @@ type temporalFlags struct {
 	flags *pflag.FlagSet
 	// logger receives the SDK's logs; nil keeps a CLI's output quiet.
 	logger log.Logger
+	// configure, when set, adds to the options before dialing (metrics,
+	// tracing).
+	configure func(client.Options) (client.Options, error)
 }
 
 func (f *temporalFlags) add(cmd *cobra.Command) {
@@ -140,6 +143,11 @@ func (f *temporalFlags) dial() (client.Client, error) {
 	}
 	if o, err = withCodec(o); err != nil {
 		return nil, err
+	}
+	if f.configure != nil {
+		if o, err = f.configure(o); err != nil {
+			return nil, err
+		}
 	}
 	o.Logger = f.logger
 	if o.Logger == nil {

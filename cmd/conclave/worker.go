@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/telemetry"
 	"github.com/conclave-ai/conclave/worker"
 )
 
@@ -16,7 +22,7 @@ func newWorkerCmd() *cobra.Command {
 	var lf logFlags
 	var storageURL string
 	var concurrency int
-	var cpuProfile string
+	var cpuProfile, metricsListen string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a Temporal worker that executes Conclave sessions",
@@ -42,20 +48,46 @@ func newWorkerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			tel, err := telemetry.New(ctx, telemetry.Options{Service: "conclave-worker", Version: version()})
+			if err != nil {
+				return err
+			}
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = tel.Shutdown(sctx)
+			}()
+			health := &telemetry.Health{}
+			if metricsListen != "" {
+				addr, _, err := telemetry.Serve(ctx, metricsListen, tel.Handler(health))
+				if err != nil {
+					return err
+				}
+				logger.Info("conclave worker: metrics and health", "address", addr, "paths", "/metrics /healthz /readyz")
+			}
 			tf.logger = log.NewStructuredLogger(logger)
+			tf.configure = tel.ClientOptions
 			c, err := tf.dial()
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			w := worker.New(c, worker.Options{TaskQueue: tf.taskQueue, Namespace: tf.namespace, Store: st, Concurrency: concurrency})
+			health.Check = func(ctx context.Context) error {
+				_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+				return err
+			}
+			w := worker.New(c, worker.Options{TaskQueue: tf.taskQueue, Namespace: tf.namespace, Store: st, Concurrency: concurrency,
+				Models:       activities.ModelFactory(tel.Models(telemetry.ModelFactory(worker.EnvModels))),
+				Interceptors: []interceptor.WorkerInterceptor{tel.Interceptor()}})
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start the worker: %w", err)
 			}
+			health.SetStarted(true)
 			logger.Info("conclave worker: task queue polled", "task_queue", tf.taskQueue, "address", tf.address,
-				"namespace", tf.namespace, "storage", st.Location())
+				"namespace", tf.namespace, "storage", st.Location(), "tracing", tel.Tracing())
 			<-ctx.Done()
 			logger.Info("conclave worker: stopping")
+			health.SetStarted(false)
 			w.Stop()
 			return nil
 		},
@@ -64,6 +96,8 @@ func newWorkerCmd() *cobra.Command {
 	lf.add(cmd, "info")
 	cmd.Flags().StringVar(&storageURL, "storage", os.Getenv("CONCLAVE_STORAGE"), "session storage: directory, file:// or s3:// URL (env CONCLAVE_STORAGE; default ./.conclave)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 50, "maximum concurrent agent steps")
+	cmd.Flags().StringVar(&metricsListen, "metrics-listen", os.Getenv("CONCLAVE_METRICS_LISTEN"),
+		"serve Prometheus /metrics and the /healthz, /readyz probes on this host:port, e.g. :9090 (env CONCLAVE_METRICS_LISTEN)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until the worker stops")
 	return cmd
 }
