@@ -64,8 +64,9 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if o.Service == "" {
 		o.Service = "conclave-worker"
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
-		semconv.ServiceName(o.Service), semconv.ServiceVersion(o.Version)))
+	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override the defaults.
+	res, err := resource.New(ctx, resource.WithAttributes(semconv.ServiceName(o.Service), semconv.ServiceVersion(o.Version)),
+		resource.WithTelemetrySDK(), resource.WithFromEnv(), resource.WithHost())
 	if err != nil {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
