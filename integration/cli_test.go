@@ -68,6 +68,15 @@ func TestCLIAgainstRealServer(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, out, "cli-1")
 
+	out, err = cli("cancel", "cli-1")
+	require.Error(t, err, "cancelling a finished session is an error")
+	require.Contains(t, out, "session cli-1 already ended (Completed)")
+	require.NotContains(t, out, "cancellation requested")
+
+	out, err = cli("--version")
+	require.NoError(t, err, out)
+	require.True(t, strings.HasPrefix(out, "conclave version "), out)
+
 	out, err = cli("status", "no-such-session")
 	require.Error(t, err)
 	require.Contains(t, out, "no-such-session")

@@ -22,7 +22,7 @@ import (
 // TestPipelineScenarioCLI runs a five-step scenario with the conclave
 // binary against a real dev server, a worker storing in MinIO and the
 // scripted model: step 3 fails, then resume finishes 3-5 without running
-// 1-2 again.
+// 1-2 again, on the agent its --config names (another endpoint).
 func TestPipelineScenarioCLI(t *testing.T) {
 	temporal := testenv.StartTemporal(t)
 	minio := testenv.StartMinIO(t)
@@ -72,7 +72,13 @@ func TestPipelineScenarioCLI(t *testing.T) {
 
 	before := srv.Count()
 	agent.SetFailing() // the user fixed the cause
-	out, errOut, code = runBin(t, bin, "pipeline", "resume", addr, "--poll", "200ms", runID)
+	// …and moved the agent to another endpoint: resume --config alone keeps
+	// the steps and swaps the agent.
+	srv2 := llmtest.Start(t, agent.Rule())
+	agentYAML2 := filepath.Join(dir, "agent2.yaml")
+	require.NoError(t, os.WriteFile(agentYAML2, []byte(fmt.Sprintf(
+		"agent:\n  id: builder\n  backend: {type: openai, model: m-builder, base_url: %s}\n", srv2.URL())), 0o644))
+	out, errOut, code = runBin(t, bin, "pipeline", "resume", addr, "--config", agentYAML2, "--poll", "200ms", runID)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	newID := strings.SplitN(out, "\n", 2)[0]
 	require.NotEqual(t, runID, newID)
@@ -80,10 +86,11 @@ func TestPipelineScenarioCLI(t *testing.T) {
 	require.Equal(t, "completed", res.Status)
 	require.Equal(t, []string{"s1:completed", "s2:completed", "s3:completed", "s4:completed", "s5:completed"}, stepStatuses(res))
 	require.True(t, res.Steps[0].Reused && res.Steps[1].Reused && !res.Steps[2].Reused)
-	for _, req := range srv.Requests()[before:] {
+	require.Equal(t, before, srv.Count(), "the resumed run used the endpoint of --config")
+	for _, req := range srv2.Requests() {
 		require.NotContains(t, []string{"s1", "s2"}, pipelinetest.StepOf(req), "resume ran a completed step again")
 	}
-	require.Equal(t, 6, srv.Count()-before, "two model calls for each of s3, s4, s5")
+	require.Equal(t, 6, srv2.Count(), "two model calls for each of s3, s4, s5")
 	// Step 5 saw the files of every earlier step, reused ones included.
 	for _, f := range []string{"s1.md", "s2.md", "s3.md", "s4.md", "s5.md"} {
 		_, err := st.Get(ctx, newID+"/steps/005-s5/workspace/"+f)

@@ -217,13 +217,7 @@ func (w *coordination) stopAll() {
 	}
 }
 
-func addUsage(a, b coord.Usage) coord.Usage {
-	return coord.Usage{
-		InputTokens:  a.InputTokens + b.InputTokens,
-		OutputTokens: a.OutputTokens + b.OutputTokens,
-		CostUSD:      a.CostUSD + b.CostUSD,
-	}
-}
+func addUsage(a, b coord.Usage) coord.Usage { return a.Add(b) }
 
 func sortedIDs(ids []string) []string {
 	s := slices.Clone(ids)

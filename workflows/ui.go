@@ -84,8 +84,8 @@ func (w *coordination) markdown() string {
 		}
 		b.WriteString(fmt.Sprintf("| `%s` | %s | %d | %s | %s |\n", a.ID, state, a.AnswerCount, vote, step))
 	}
-	b.WriteString(fmt.Sprintf("\n%d launches · %d input / %d output tokens · $%.4f\n",
-		w.launches, w.usage.InputTokens, w.usage.OutputTokens, w.usage.CostUSD))
+	b.WriteString(fmt.Sprintf("\n%d launches · %d input / %d output tokens · cost %s\n",
+		w.launches, w.usage.InputTokens, w.usage.OutputTokens, w.usage.Cost()))
 	return b.String()
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -15,6 +16,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/internal/devserver"
 	"github.com/conclave-ai/conclave/worker"
 )
@@ -126,10 +128,23 @@ func newDevCmd() *cobra.Command {
 				return err
 			}
 			defer env.close()
+			team := "examples/demo.yaml"
+			if os.Getenv(llm.DefaultAPIKeyEnv) == "" {
+				// examples/demo.yaml would fail at once without a key: offer
+				// the offline team instead, served by this process.
+				url, stop, err := startDemoModel(out)
+				if err != nil {
+					return err
+				}
+				defer stop()
+				if team, err = writeOfflineTeam(filepath.Dir(f.db), url); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(out, "Temporal: %s (namespace %s)\nWeb UI:   %s\nStorage:  %s\nWorker:   task queue %q\n\n"+
-				"Start a session in another terminal:\n  TEMPORAL_ADDRESS=%s ./bin/conclave run --config examples/demo.yaml \"your task\"\n"+
+				"Start a session in another terminal:\n  TEMPORAL_ADDRESS=%s ./bin/conclave run --config %s \"your task\"\n"+
 				"Press Ctrl-C to stop.\n", env.server.HostPort, env.server.Namespace, env.server.UIURL, env.store,
-				worker.DefaultTaskQueue, env.server.HostPort)
+				worker.DefaultTaskQueue, env.server.HostPort, team)
 			<-cmd.Context().Done()
 			fmt.Fprintln(out, "stopping")
 			return nil
@@ -137,4 +152,23 @@ func newDevCmd() *cobra.Command {
 	}
 	f.add(cmd)
 	return cmd
+}
+
+// writeOfflineTeam writes a three-agent config on the offline demo model
+// at url into dir and returns its path.
+func writeOfflineTeam(dir, url string) (string, error) {
+	var b strings.Builder
+	b.WriteString("# Written by `conclave dev` without OPENAI_API_KEY: the built-in offline\n" +
+		"# demo model, served by that `conclave dev` process while it runs.\nagents:\n")
+	for _, id := range []string{"analyst", "critic", "writer"} {
+		fmt.Fprintf(&b, "  - id: %s\n    backend: {type: openai, model: demo-%s, base_url: %s}\n", id, id, url)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "offline-team.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return "", fmt.Errorf("write the offline team: %w", err)
+	}
+	return path, nil
 }

@@ -79,12 +79,12 @@ func newPipelineCmd() *cobra.Command {
 	sf.add(status)
 	status.Flags().BoolVar(&asJSON, "json", false, "print result.json's JSON")
 	resume := &cobra.Command{
-		Use:   "resume <run-id> [--pipeline FILE | --scenario DIR --config AGENT.yaml]",
+		Use:   "resume <run-id> [--pipeline FILE | --scenario DIR --config AGENT.yaml | --config AGENT.yaml]",
 		Short: "Start a new run that reuses the completed steps of <run-id> and continues from the step that failed",
 		Long: "Resume starts a new run: every step <run-id> completed before its failure is taken over " +
 			"with its stored files instead of running again, and the run continues from the failed step. " +
 			"Without --pipeline or --scenario it runs the same definition and input as <run-id>; give them " +
-			"when you changed a prompt to fix the cause.",
+			"when you changed a prompt to fix the cause; --config alone keeps the steps and changes the agent that runs them.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(&resf.temporalFlags, func(c client.Client) error {
@@ -92,8 +92,15 @@ func newPipelineCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if resf.pipelinePath != "" || resf.scenario != "" {
+				switch {
+				case resf.pipelinePath != "" || resf.scenario != "":
 					if in.Definition, err = resf.definition(); err != nil {
+						return err
+					}
+				case resf.configPath != "":
+					// Only the agent changes (a fixed key variable, another
+					// model): the steps stay those of <run-id>.
+					if in.Definition.Backend, err = backendOf(resf.configPath); err != nil {
 						return err
 					}
 				}
@@ -112,15 +119,10 @@ func newPipelineCmd() *cobra.Command {
 func (f *pipelineFlags) definition() (activities.PipelineDefinition, error) {
 	var backend *config.Backend
 	if f.configPath != "" {
-		cfg, err := config.Load(f.configPath)
-		if err != nil {
+		var err error
+		if backend, err = backendOf(f.configPath); err != nil {
 			return activities.PipelineDefinition{}, err
 		}
-		if len(cfg.Agents) != 1 {
-			return activities.PipelineDefinition{}, fmt.Errorf("%s: has %d agents; a pipeline's steps run with one, so give a config with exactly one agent", f.configPath, len(cfg.Agents))
-		}
-		b := cfg.Agents[0].Backend
-		backend = &b
 	}
 	var def *pipeline.Definition
 	var err error
@@ -143,6 +145,20 @@ func (f *pipelineFlags) definition() (activities.PipelineDefinition, error) {
 		return activities.PipelineDefinition{}, err
 	}
 	return activities.PipelineDefinition{Title: def.Title, Graph: def.Graph, Context: def.Context, Backend: def.Backend}, nil
+}
+
+// backendOf reads the one agent of a config, whose backend runs a
+// pipeline's steps.
+func backendOf(path string) (*config.Backend, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Agents) != 1 {
+		return nil, fmt.Errorf("%s: has %d agents; a pipeline's steps run with one, so give a config with exactly one agent", path, len(cfg.Agents))
+	}
+	b := cfg.Agents[0].Backend
+	return &b, nil
 }
 
 func newPipelineID() string { return "pipeline" + strings.TrimPrefix(newWorkflowID(), "conclave") }
@@ -180,6 +196,9 @@ func startPipeline(ctx context.Context, c client.Client, f *pipelineFlags, in wo
 	go func() { done <- run.Get(ctx, &res) }()
 	tick := time.NewTicker(f.poll)
 	defer tick.Stop()
+	w := newWatcher(c, &f.temporalFlags)
+	var problems issues
+	workerSeen, ticks := false, 0
 	shown, running := 0, 0
 	show := func(r activities.PipelineResult) {
 		for _, s := range r.Steps {
@@ -213,9 +232,22 @@ func startPipeline(ctx context.Context, c client.Client, f *pipelineFlags, in wo
 			}
 			return nil
 		case <-tick.C:
-			if r, err := pipelineProgress(ctx, c, id); err == nil {
-				show(r)
+			ticks++
+			if workerSeen && ticks%10 == 0 {
+				workerSeen = false
 			}
+			found, retrying := w.problems(ctx, id, &workerSeen)
+			if workerSeen {
+				qctx, cancel := context.WithTimeout(ctx, callTimeout)
+				r, err := pipelineProgress(qctx, c, id)
+				cancel()
+				if err != nil {
+					found = append(found, issue{"progress-error", "the progress query failed: " + briefCause(err)})
+				} else {
+					show(r)
+				}
+			}
+			fmt.Fprint(out, problems.report(append(found, retryIssues(retrying)...)))
 		case <-ctx.Done():
 			return fmt.Errorf("stopped following %s (the run goes on; `conclave cancel %s` stops it)", id, id)
 		}

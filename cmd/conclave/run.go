@@ -154,7 +154,7 @@ func queryStatus(ctx context.Context, c client.Client, id string) (coord.Status,
 // progress renders the live view: one line per agent plus totals.
 func progress(s coord.Status) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "— %s · tokens %d in / %d out · $%.4f\n", s.Phase, s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.CostUSD)
+	fmt.Fprintf(&b, "— %s · tokens %d in / %d out · cost %s\n", s.Phase, s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.Cost())
 	ids := make([]string, 0, len(s.Agents))
 	for id := range s.Agents {
 		ids = append(ids, id)
@@ -179,8 +179,8 @@ func progress(s coord.Status) string {
 }
 
 func printResult(out io.Writer, r workflows.CoordinationResult, link string) {
-	fmt.Fprintf(out, "\n== %s: winner %s · votes %s · tokens %d in / %d out · $%.4f\n\n%s\n\n",
-		r.Status, r.Winner, formatVotes(r.Votes), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CostUSD, r.FinalAnswer)
+	fmt.Fprintf(out, "\n== %s: winner %s · votes %s · tokens %d in / %d out · cost %s\n\n%s\n\n",
+		r.Status, r.Winner, formatVotes(r.Votes), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.Cost(), r.FinalAnswer)
 	for _, id := range sortedKeys(r.FailedAgents) {
 		fmt.Fprintf(out, "dropped %s: %s\n", id, r.FailedAgents[id])
 	}

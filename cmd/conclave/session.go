@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -44,6 +47,11 @@ func newSessionCmd() *cobra.Command {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", p)
 			}
 			out := stepModeStatus(snap)
+			usage, problems := storedUsage(cmd.Context(), st, out.Agents)
+			out.Usage = usage
+			for _, p := range problems {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", p)
+			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")
 			return enc.Encode(out)
@@ -83,4 +91,47 @@ func openSessionDir(ctx context.Context, dir string) (storage.Store, error) {
 		}
 	}
 	return storage.Open(ctx, dir)
+}
+
+// storedUsage sums the usage recorded in the steps' transcripts (the first
+// line of each trace.jsonl holds the step's usage, cost included) of the
+// given agents, and of the final presentation.
+func storedUsage(ctx context.Context, st storage.Store, agents map[string]coord.AgentStatus) (coord.Usage, []string) {
+	var total coord.Usage
+	var problems []string
+	var keys []string
+	for _, id := range sortedKeys(agents) {
+		listed, err := st.List(ctx, session.AgentPrefix(id))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("list the steps of %s: %v", id, err))
+			continue
+		}
+		keys = append(keys, listed...)
+	}
+	keys = append(keys, session.FinalPrefix+"trace.jsonl")
+	for _, key := range keys {
+		if path.Base(key) != "trace.jsonl" {
+			continue
+		}
+		data, err := st.Get(ctx, key)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", key, err))
+			continue
+		}
+		first, _, _ := bytes.Cut(data, []byte("\n"))
+		var line struct {
+			State struct {
+				Usage coord.Usage `json:"usage"`
+			} `json:"state"`
+		}
+		if err := json.Unmarshal(first, &line); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: unreadable, its usage is not counted: %v", key, err))
+			continue
+		}
+		total = total.Add(line.State.Usage)
+	}
+	return total, problems
 }

@@ -154,3 +154,29 @@ func TestSessionStatusAgentsFlag(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "agent id")
 }
+
+// TestSessionStatusUsage sums the usage the steps' transcripts recorded;
+// a step on an unpriced model makes the cost unknown rather than $0.
+func TestSessionStatusUsage(t *testing.T) {
+	dir := t.TempDir()
+	writeStep(t, dir, "agent_a", "001", "answer.json", `{"agent_id":"agent_a","answer":"x","timestamp":"2026-03-20T22:32:03Z"}`)
+	writeStep(t, dir, "agent_a", "001", "trace.jsonl", `{"kind":"state","state":{"usage":{"input_tokens":100,"output_tokens":10,"cost_usd":0.002}}}`+"\n"+`{"kind":"message","message":{"role":"user","content":"t"}}`+"\n")
+	writeStep(t, dir, "agent_b", "001", "answer.json", `{"agent_id":"agent_b","answer":"y","timestamp":"2026-03-20T22:32:03Z"}`)
+	writeStep(t, dir, "agent_b", "001", "trace.jsonl", `{"kind":"state","state":{"usage":{"input_tokens":50,"output_tokens":5,"cost_usd":0.001}}}`+"\n")
+	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
+	require.Equal(t, 0, code, errs)
+	var s struct {
+		Usage map[string]any `json:"usage"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.EqualValues(t, 150, s.Usage["input_tokens"])
+	require.EqualValues(t, 15, s.Usage["output_tokens"])
+	require.InDelta(t, 0.003, s.Usage["cost_usd"], 1e-12)
+
+	writeStep(t, dir, "agent_b", "002", "trace.jsonl", `{"kind":"state","state":{"usage":{"input_tokens":5,"output_tokens":1,"cost_usd":0,"unpriced":true}}}`+"\n")
+	code, out, errs = runCLI(t, "session", "status", "--session-dir", dir)
+	require.Equal(t, 0, code, errs)
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.EqualValues(t, 155, s.Usage["input_tokens"])
+	require.Equal(t, true, s.Usage["unpriced"])
+}

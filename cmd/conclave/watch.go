@@ -175,10 +175,10 @@ func (is *issues) report(current []issue) string {
 	return b.String()
 }
 
-// check gathers what is wrong with session id (no worker, a failing
-// status query) and the steps being retried, with the status when the
-// query worked. workerSeen skips the poller check once a worker was seen.
-func (w *watcher) check(ctx context.Context, id string, workerSeen *bool) ([]issue, []retryingStep, *coord.Status) {
+// problems gathers what is wrong with workflow id (no worker, Temporal not
+// answering) and the steps being retried. workerSeen skips the poller
+// check once a worker was seen.
+func (w *watcher) problems(ctx context.Context, id string, workerSeen *bool) ([]issue, []retryingStep) {
 	var out []issue
 	if !*workerSeen {
 		warn, err := w.noWorker(ctx)
@@ -195,8 +195,15 @@ func (w *watcher) check(ctx context.Context, id string, workerSeen *bool) ([]iss
 	if err != nil {
 		out = append(out, issue{"describe-error", "cannot describe " + id + ": " + briefCause(err)})
 	}
+	return out, retrying
+}
+
+// check is problems plus the session's status query, which needs a worker:
+// without one it would only time out, so it is skipped.
+func (w *watcher) check(ctx context.Context, id string, workerSeen *bool) ([]issue, []retryingStep, *coord.Status) {
+	out, retrying := w.problems(ctx, id, workerSeen)
 	if !*workerSeen {
-		return out, retrying, nil // a query needs a worker: it would only time out
+		return out, retrying, nil
 	}
 	qctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()

@@ -1,5 +1,10 @@
 package coord
 
+import (
+	"encoding/json"
+	"fmt"
+)
+
 // Session phases reported in status.json.
 const (
 	PhaseCoordinating = "coordinating"
@@ -44,10 +49,83 @@ type AgentStatus struct {
 }
 
 // Usage is the token and cost total of a session.
+//
+// In JSON, cost_usd is null when no tokens were priced (the cost is
+// unknown, not zero), and "unpriced": true marks a total that leaves out
+// some unpriced tokens.
 type Usage struct {
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
+	// Unpriced is true when some of the tokens came from a model without
+	// a configured price.
+	Unpriced bool `json:"unpriced,omitempty"`
+}
+
+// usageJSON is Usage's wire form.
+type usageJSON struct {
+	InputTokens  int64    `json:"input_tokens"`
+	OutputTokens int64    `json:"output_tokens"`
+	CostUSD      *float64 `json:"cost_usd"`
+	Unpriced     bool     `json:"unpriced,omitempty"`
+}
+
+// MarshalJSON writes cost_usd as null when the cost is unknown.
+func (u Usage) MarshalJSON() ([]byte, error) {
+	w := usageJSON{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Unpriced: u.Unpriced}
+	if !u.CostUnknown() {
+		cost := u.CostUSD
+		w.CostUSD = &cost
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: a null cost_usd is an
+// unknown cost.
+func (u *Usage) UnmarshalJSON(data []byte) error {
+	var w struct {
+		InputTokens  int64           `json:"input_tokens"`
+		OutputTokens int64           `json:"output_tokens"`
+		CostUSD      json.RawMessage `json:"cost_usd"`
+		Unpriced     bool            `json:"unpriced"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*u = Usage{InputTokens: w.InputTokens, OutputTokens: w.OutputTokens, Unpriced: w.Unpriced}
+	switch string(w.CostUSD) {
+	case "":
+	case "null":
+		u.Unpriced = true
+	default:
+		return json.Unmarshal(w.CostUSD, &u.CostUSD)
+	}
+	return nil
+}
+
+// CostUnknown tells whether nothing of the usage was priced.
+func (u Usage) CostUnknown() bool { return u.Unpriced && u.CostUSD == 0 }
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:  u.InputTokens + o.InputTokens,
+		OutputTokens: u.OutputTokens + o.OutputTokens,
+		CostUSD:      u.CostUSD + o.CostUSD,
+		Unpriced:     u.Unpriced || o.Unpriced,
+	}
+}
+
+// Cost is the cost for people: "$0.0123", "unknown" when nothing was
+// priced, "$0.0123 + unknown" when some tokens were not.
+func (u Usage) Cost() string {
+	switch {
+	case u.CostUnknown():
+		return "unknown"
+	case u.Unpriced:
+		return fmt.Sprintf("$%.4f + unknown", u.CostUSD)
+	}
+	return fmt.Sprintf("$%.4f", u.CostUSD)
 }
 
 // Summarize builds the status of a ledger under a consensus rule. Usage is

@@ -114,8 +114,8 @@ func (m *OpenAI) response(model string, acc *openai.ChatCompletionAccumulator) R
 	usage := Usage{InputTokens: acc.Usage.PromptTokens, OutputTokens: acc.Usage.CompletionTokens}
 	cost, ok := m.prices.Cost(model, usage.InputTokens, usage.OutputTokens)
 	if !ok && acc.Model != "" {
-		cost, _ = m.prices.Cost(acc.Model, usage.InputTokens, usage.OutputTokens)
+		cost, ok = m.prices.Cost(acc.Model, usage.InputTokens, usage.OutputTokens)
 	}
-	usage.CostUSD = cost
+	usage.CostUSD, usage.Unpriced = cost, !ok
 	return Response{Message: msg, Usage: usage, FinishReason: choice.FinishReason, Model: acc.Model}
 }

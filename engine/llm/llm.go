@@ -63,6 +63,9 @@ type Usage struct {
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
+	// Unpriced marks usage that includes calls to a model without a price:
+	// their cost is unknown, which is not the same as free.
+	Unpriced bool `json:"unpriced,omitempty"`
 }
 
 // Add returns the sum of two usages, for totals over a step or a session.
@@ -71,6 +74,7 @@ func (u Usage) Add(o Usage) Usage {
 		InputTokens:  u.InputTokens + o.InputTokens,
 		OutputTokens: u.OutputTokens + o.OutputTokens,
 		CostUSD:      u.CostUSD + o.CostUSD,
+		Unpriced:     u.Unpriced || o.Unpriced,
 	}
 }
 
