@@ -59,6 +59,7 @@ func TestWorkerMetrics(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Contains(t, string(out), "== consensus")
+	t.Logf("run output:\n%s", out)
 
 	cmd = exec.Command(bin, "status", "metrics-1")
 	cmd.Env = env

@@ -158,3 +158,63 @@ func TestFailuresVisibleWhileTheyHappen(t *testing.T) {
 		}
 	}
 }
+
+// TestDroppedAgentAndShortErrors gives agent_b a model that does not exist
+// (404): the session goes on without it, and run, status and the result
+// say why it was dropped. A session whose only agent has that model fails
+// with one short line that names the cause once.
+func TestDroppedAgentAndShortErrors(t *testing.T) {
+	bin := conclaveBinary(t)
+	server := testenv.StartTemporal(t)
+	srv := llmtest.Start(t, llmtest.Func(func(r llmtest.Request) llmtest.Reply {
+		if agentOf(r.Model) == "agent_b" {
+			return llmtest.Reply{Status: http.StatusNotFound, Error: "The model `m-agent_b` does not exist", ErrorCode: "model_not_found"}
+		}
+		return script(r)
+	}))
+	dir := t.TempDir()
+	cfg := teamYAML(t, dir, srv.URL(), "agent_a", "agent_b")
+	env := append(cleanEnv(), "TEMPORAL_ADDRESS="+server.HostPort)
+	var workerOut syncBuffer
+	startProcess(t, bin, env, &workerOut, "worker", "--storage", filepath.Join(dir, "sessions"))
+
+	cli := func(args ...string) (string, string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	out, errOut, err := cli("run", "--config", cfg, "--id", "dropped-1", "--poll", "200ms", "Explain durable execution.")
+	require.NoError(t, err, out+errOut)
+	t.Logf("run:\n%s", out)
+	require.Contains(t, out, "dropped agent_b: step 1: ")
+
+	out, _, err = cli("status", "dropped-1")
+	require.NoError(t, err, out)
+	var st struct {
+		Agents map[string]struct {
+			State      string `json:"state"`
+			FailReason string `json:"fail_reason"`
+		} `json:"agents"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	require.Equal(t, "failed", st.Agents["agent_b"].State)
+	require.Contains(t, st.Agents["agent_b"].FailReason, "does not exist")
+
+	solo := filepath.Join(dir, "solo")
+	require.NoError(t, os.MkdirAll(solo, 0o755))
+	cfg = teamYAML(t, solo, srv.URL(), "agent_b")
+	out, errOut, err = cli("run", "--config", cfg, "--id", "dropped-2", "--poll", "200ms", "Explain durable execution.")
+	require.Error(t, err)
+	t.Logf("stderr: %s", errOut)
+	line := strings.TrimSpace(errOut)
+	require.NotContains(t, line, "\n", "one line")
+	require.Less(t, len(line), 400, line)
+	require.Equal(t, 1, strings.Count(line, "does not exist"), "the cause once: %s", line)
+	require.Contains(t, line, "--verbose")
+	_, errOut, err = cli("run", "--verbose", "--config", cfg, "--id", "dropped-3", "--poll", "200ms", "Explain durable execution.")
+	require.Error(t, err)
+	require.Contains(t, errOut, "detail:")
+}

@@ -97,7 +97,7 @@ func (w *coordination) failure() error {
 	}
 	if alive == 0 {
 		return temporal.NewNonRetryableApplicationError(
-			"all agents failed: the last error was "+w.lastErr+"; fix its cause (model, key, config) and start again",
+			"all agents failed; the last: "+w.lastErr,
 			"AllAgentsFailed", w.lastCause)
 	}
 	return temporal.NewNonRetryableApplicationError(w.reason, "NoAnswers", nil)

@@ -119,7 +119,8 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 		select {
 		case err := <-done:
 			if err != nil {
-				return &detailedError{msg: fmt.Sprintf("session %s failed: %s (details: %s)", id, briefCause(err), f.link(id)), err: err}
+				// The Web UI link was printed when the session started.
+				return &detailedError{msg: fmt.Sprintf("session %s failed: %s", id, briefCause(err)), err: err}
 			}
 			printResult(out, res, f.link(id))
 			return nil
