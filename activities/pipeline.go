@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
@@ -25,15 +26,15 @@ const pipelineAgent = "pipeline"
 
 // InitPipeline stores pipeline.json and the project context every step is
 // given, summarised once when it is long.
-func (a *Activities) InitPipeline(ctx context.Context, in InitPipelineInput) (InitPipelineResult, error) {
+func (a *Activities) InitPipeline(ctx context.Context, in contract.InitPipelineInput) (contract.InitPipelineResult, error) {
 	st, err := a.session(in.RunID)
 	if err != nil {
-		return InitPipelineResult{}, err
+		return contract.InitPipelineResult{}, err
 	}
 	if err := session.WriteJSON(ctx, st, PipelineDefKey, in); err != nil {
-		return InitPipelineResult{}, err
+		return contract.InitPipelineResult{}, err
 	}
-	out := InitPipelineResult{Location: st.Location()}
+	out := contract.InitPipelineResult{Location: st.Location()}
 	if strings.TrimSpace(in.Definition.Context) == "" {
 		return out, nil
 	}
@@ -46,7 +47,7 @@ func (a *Activities) InitPipeline(ctx context.Context, in InitPipelineInput) (In
 	var name string
 	if len(in.Definition.Context) > runner.ContextVerbatimBytes {
 		if in.Definition.Backend == nil {
-			return out, temporal.NewNonRetryableApplicationError("the project context is long and must be summarised, but the pipeline has no default backend to do it", ErrTypeConfig, nil)
+			return out, temporal.NewNonRetryableApplicationError("the project context is long and must be summarised, but the pipeline has no default backend to do it", contract.ErrTypeConfig, nil)
 		}
 		if model, err = a.stepModel(in.Definition.Backend); err != nil {
 			return out, err
@@ -67,35 +68,35 @@ func (a *Activities) InitPipeline(ctx context.Context, in InitPipelineInput) (In
 // PipelineStep runs one step of a pipeline in its own agent, checkpointing
 // its transcript after every model call, and stores its output and the
 // workspace as it left it under steps/<seq>-<name>/.
-func (a *Activities) PipelineStep(ctx context.Context, in PipelineStepInput) (PipelineStepResult, error) {
+func (a *Activities) PipelineStep(ctx context.Context, in contract.PipelineStepInput) (contract.PipelineStepResult, error) {
 	st, err := a.session(in.RunID)
 	if err != nil {
-		return PipelineStepResult{}, err
+		return contract.PipelineStepResult{}, err
 	}
 	step, ok := in.Graph.Step(in.Step)
 	if !ok || in.Seq <= 0 {
-		return PipelineStepResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %q (seq %d) is not a step of the pipeline", in.Step, in.Seq), ErrTypeConfig, nil)
+		return contract.PipelineStepResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %q (seq %d) is not a step of the pipeline", in.Step, in.Seq), contract.ErrTypeConfig, nil)
 	}
 	backend := step.Backend
 	if backend == nil {
 		backend = in.Backend
 	}
 	if backend == nil {
-		return PipelineStepResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %q has no backend and the pipeline has no default", in.Step), ErrTypeConfig, nil)
+		return contract.PipelineStepResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %q has no backend and the pipeline has no default", in.Step), contract.ErrTypeConfig, nil)
 	}
 	model, err := a.stepModel(backend)
 	if err != nil {
-		return PipelineStepResult{}, err
+		return contract.PipelineStepResult{}, err
 	}
-	folder := StepFolder(in.Seq, in.Step)
+	folder := contract.StepFolder(in.Seq, in.Step)
 	dir, err := os.MkdirTemp("", "conclave-step-*")
 	if err != nil {
-		return PipelineStepResult{}, err
+		return contract.PipelineStepResult{}, err
 	}
 	defer os.RemoveAll(dir)
 	if in.From != "" {
 		if err := storage.GetDir(ctx, st, in.From+"/workspace/", dir); err != nil {
-			return PipelineStepResult{}, fmt.Errorf("load the workspace of %s: %w", in.From, err)
+			return contract.PipelineStepResult{}, fmt.Errorf("load the workspace of %s: %w", in.From, err)
 		}
 	}
 	started := a.now()
@@ -109,12 +110,12 @@ func (a *Activities) PipelineStep(ctx context.Context, in PipelineStepInput) (Pi
 		rin.MaxTokens = &n
 	}
 	if rin.Transcript, err = loadTrace(ctx, st, folder); err != nil {
-		return PipelineStepResult{}, err
+		return contract.PipelineStepResult{}, err
 	}
 	if rin.Transcript == nil && in.ResumeKey != "" {
 		var saved []llm.Message
 		if err := readJSON(ctx, st, in.ResumeKey, &saved); err != nil {
-			return PipelineStepResult{}, fmt.Errorf("load the messages step %q saved for its call: %w", in.Step, err)
+			return contract.PipelineStepResult{}, fmt.Errorf("load the messages step %q saved for its call: %w", in.Step, err)
 		}
 		rin.Resume = append(saved, in.Resume...)
 	}
@@ -126,30 +127,30 @@ func (a *Activities) PipelineStep(ctx context.Context, in PipelineStepInput) (Pi
 	}
 	out, t, err := runner.Run(ctx, rin)
 	if err != nil {
-		return PipelineStepResult{}, classify(err)
+		return contract.PipelineStepResult{}, classify(err)
 	}
-	res := PipelineStepResult{
+	res := contract.PipelineStepResult{
 		Seq: in.Seq, Step: in.Step, Folder: folder, Status: out.Status, Request: out.Request,
 		Error: out.Error, Usage: coord.Usage(out.Usage), Turns: out.Turns,
 		DurationMs: a.now().Sub(started).Milliseconds(),
 	}
-	res.Summary, _ = Truncate(out.Summary, MaxSummaryBytes)
+	res.Summary, _ = contract.Truncate(out.Summary, contract.MaxSummaryBytes)
 	for _, p := range out.Evidence {
 		res.Evidence = append(res.Evidence, folder+"/workspace/"+strings.TrimPrefix(p, "./"))
 	}
 	if err := storage.PutDir(ctx, st, folder+"/workspace/", dir); err != nil {
-		return PipelineStepResult{}, fmt.Errorf("store the workspace of step %q: %w", in.Step, err)
+		return contract.PipelineStepResult{}, fmt.Errorf("store the workspace of step %q: %w", in.Step, err)
 	}
 	if out.Status == pipeline.CallPending {
 		res.MessagesKey = folder + "/messages.json"
 		if err := session.WriteJSON(ctx, st, res.MessagesKey, t.Messages); err != nil {
-			return PipelineStepResult{}, err
+			return contract.PipelineStepResult{}, err
 		}
 	}
 	full := res
 	full.Summary = out.Summary
 	if err := session.WriteJSON(ctx, st, folder+"/output.json", full); err != nil {
-		return PipelineStepResult{}, err
+		return contract.PipelineStepResult{}, err
 	}
 	return res, nil
 }
@@ -157,40 +158,40 @@ func (a *Activities) PipelineStep(ctx context.Context, in PipelineStepInput) (Pi
 // PipelineReuse copies the leading steps of an earlier run that completed
 // into a new run, for `conclave pipeline resume`: the new run replays
 // their results instead of running them again.
-func (a *Activities) PipelineReuse(ctx context.Context, in PipelineReuseInput) (PipelineReuseResult, error) {
+func (a *Activities) PipelineReuse(ctx context.Context, in contract.PipelineReuseInput) (contract.PipelineReuseResult, error) {
 	if _, err := a.session(in.RunID); err != nil {
-		return PipelineReuseResult{}, err
+		return contract.PipelineReuseResult{}, err
 	}
 	old, err := a.session(in.From)
 	if err != nil {
-		return PipelineReuseResult{}, err
+		return contract.PipelineReuseResult{}, err
 	}
-	var prev PipelineResult
+	var prev contract.PipelineResult
 	if err := readJSON(ctx, old, PipelineResultKey, &prev); err != nil {
-		return PipelineReuseResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("run %s has no readable %s to resume from: %v", in.From, PipelineResultKey, err), ErrTypeConfig, nil)
+		return contract.PipelineReuseResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("run %s has no readable %s to resume from: %v", in.From, PipelineResultKey, err), contract.ErrTypeConfig, nil)
 	}
-	var entries []PipelineStepEntry
+	var entries []contract.PipelineStepEntry
 	for _, e := range prev.Steps {
 		if e.Seq > 0 { // not_run entries have none
 			entries = append(entries, e)
 		}
 	}
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Seq < entries[j].Seq })
-	var out PipelineReuseResult
+	var out contract.PipelineReuseResult
 	for i, e := range entries {
 		if e.Seq != i+1 || (e.Status != pipeline.Completed && e.Status != pipeline.CallPending) {
 			break
 		}
-		folder := StepFolder(e.Seq, e.Name)
-		var r PipelineStepResult
+		folder := contract.StepFolder(e.Seq, e.Name)
+		var r contract.PipelineStepResult
 		if err := readJSON(ctx, old, folder+"/output.json", &r); err != nil {
 			break // a step whose output is gone runs again
 		}
 		if err := storage.CopyPrefix(ctx, a.Store, in.From+"/"+folder+"/", in.RunID+"/"+folder+"/"); err != nil {
-			return PipelineReuseResult{}, fmt.Errorf("copy %s of run %s: %w", folder, in.From, err)
+			return contract.PipelineReuseResult{}, fmt.Errorf("copy %s of run %s: %w", folder, in.From, err)
 		}
-		r.Summary, _ = Truncate(r.Summary, MaxSummaryBytes)
+		r.Summary, _ = contract.Truncate(r.Summary, contract.MaxSummaryBytes)
 		r.Reused = true
 		out.Steps = append(out.Steps, r)
 	}
@@ -200,7 +201,7 @@ func (a *Activities) PipelineReuse(ctx context.Context, in PipelineReuseInput) (
 // AdoptSession stores a coordination step like any other step: its folder
 // gets the workspace the step started from, the session's final workspace
 // over it, and output.json.
-func (a *Activities) AdoptSession(ctx context.Context, in AdoptSessionInput) error {
+func (a *Activities) AdoptSession(ctx context.Context, in contract.AdoptSessionInput) error {
 	st, err := a.session(in.RunID)
 	if err != nil {
 		return err
@@ -230,7 +231,7 @@ func (a *Activities) AdoptSession(ctx context.Context, in AdoptSessionInput) err
 }
 
 // WritePipelineResult stores result.json, after every step.
-func (a *Activities) WritePipelineResult(ctx context.Context, in WritePipelineResultInput) error {
+func (a *Activities) WritePipelineResult(ctx context.Context, in contract.WritePipelineResultInput) error {
 	st, err := a.session(in.RunID)
 	if err != nil {
 		return err
@@ -245,7 +246,7 @@ func (a *Activities) stepModel(b *config.Backend) (llm.Model, error) {
 	cfg.ApplyDefaults()
 	model, err := a.Models(&cfg, &cfg.Agents[0])
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfig, nil)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, nil)
 	}
 	return model, nil
 }
@@ -261,7 +262,7 @@ func loadTrace(ctx context.Context, st storage.Store, folder string) (*runner.Tr
 	var t runner.Transcript
 	if err := json.Unmarshal(data, &t); err != nil || len(t.Messages) == 0 {
 		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("the checkpoint %s/trace.json is damaged (%v); resuming from it would repeat paid calls, so the step stops", folder, err), ErrTypeConfig, nil)
+			fmt.Sprintf("the checkpoint %s/trace.json is damaged (%v); resuming from it would repeat paid calls, so the step stops", folder, err), contract.ErrTypeConfig, nil)
 	}
 	return &t, nil
 }

@@ -6,14 +6,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 )
 
-func pipelineStepInput() PipelineStepInput {
+func pipelineStepInput() contract.PipelineStepInput {
 	g := pipeline.Graph{Start: "build", Steps: []pipeline.Step{{Name: "build", Prompt: "Build.", Tools: []string{"write_file"}}}}
-	return PipelineStepInput{RunID: "run-1", Seq: 1, Step: "build", Graph: g, Input: "x",
+	return contract.PipelineStepInput{RunID: "run-1", Seq: 1, Step: "build", Graph: g, Input: "x",
 		Backend: &config.Backend{Type: "openai", Model: "m"}}
 }
 
@@ -33,7 +34,7 @@ func TestPipelineStepResumesCheckpoint(t *testing.T) {
 
 	v, err := env.ExecuteActivity(acts.PipelineStep, in)
 	require.NoError(t, err)
-	var res PipelineStepResult
+	var res contract.PipelineStepResult
 	require.NoError(t, v.Get(&res))
 	require.Equal(t, pipeline.Completed, res.Status)
 	require.Equal(t, []string{"steps/001-build/workspace/out.txt"}, res.Evidence)
@@ -43,7 +44,7 @@ func TestPipelineStepResumesCheckpoint(t *testing.T) {
 	// A retry after the step finished returns the stored outcome.
 	v, err = env.ExecuteActivity(acts.PipelineStep, in)
 	require.NoError(t, err)
-	var again PipelineStepResult
+	var again contract.PipelineStepResult
 	require.NoError(t, v.Get(&again))
 	require.Equal(t, res.Status, again.Status)
 }

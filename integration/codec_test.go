@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/conclave-ai/conclave/codec"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -84,7 +85,7 @@ func TestCodecEncryptsHistory(t *testing.T) {
 	defer cancel()
 	const id = "codec-1"
 	run, err := enc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: worker.DefaultTaskQueue, StaticSummary: task},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: task, Config: team(t, srv.URL(), "agent_a", "agent_b", "agent_c")})
+		contract.CoordinationName, workflows.CoordinationInput{Task: task, Config: team(t, srv.URL(), "agent_a", "agent_b", "agent_c")})
 	require.NoError(t, err)
 	var res workflows.CoordinationResult
 	require.NoError(t, run.Get(ctx, &res))

@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/internal/llmtest"
@@ -70,7 +71,7 @@ func (sp sessionSpec) id(i int) string { return fmt.Sprintf("%s-%02d", sp.prefix
 
 func (sp sessionSpec) start(ctx context.Context, c client.Client, cfg config.Config, i int) (client.WorkflowRun, error) {
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sp.id(i), TaskQueue: worker.DefaultTaskQueue},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: fmt.Sprintf(sp.task, i), Config: cfg, StepHeartbeatSeconds: sp.heartbeatSeconds})
+		contract.CoordinationName, workflows.CoordinationInput{Task: fmt.Sprintf(sp.task, i), Config: cfg, StepHeartbeatSeconds: sp.heartbeatSeconds})
 }
 
 func newSessionRuns(sp sessionSpec) *sessionRuns {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
@@ -82,7 +82,7 @@ func TestWorkerKilledMidStep(t *testing.T) {
 	ctx := context.Background()
 	cfg := team(t, srv.URL(), "agent_a", "agent_b", "agent_c")
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "kill-1", TaskQueue: worker.DefaultTaskQueue},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: "Create a website about the Beatles.", Config: cfg, StepHeartbeatSeconds: 3})
+		contract.CoordinationName, workflows.CoordinationInput{Task: "Create a website about the Beatles.", Config: cfg, StepHeartbeatSeconds: 3})
 	require.NoError(t, err)
 
 	select {
@@ -168,7 +168,7 @@ func requireHistoryKeysStored(t *testing.T, c client.Client, st storage.Store, i
 			continue
 		}
 		for _, p := range done.GetResult().GetPayloads() {
-			var r activities.AgentStepResult
+			var r contract.AgentStepResult
 			if json.Unmarshal(p.GetData(), &r) != nil || r.Key == "" || r.Agent == "" {
 				continue
 			}

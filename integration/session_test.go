@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -55,7 +56,7 @@ func TestSessionEndToEnd(t *testing.T) {
 	cfg := team(t, srv.URL(), "agent_a", "agent_b", "agent_c")
 	ctx := context.Background()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "e2e-1", TaskQueue: worker.DefaultTaskQueue},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: "Create a website about the Beatles.", Config: cfg})
+		contract.CoordinationName, workflows.CoordinationInput{Task: "Create a website about the Beatles.", Config: cfg})
 	require.NoError(t, err)
 	var res workflows.CoordinationResult
 	require.NoError(t, run.Get(ctx, &res))
@@ -101,7 +102,7 @@ func TestSessionEndToEnd(t *testing.T) {
 		Winner string         `json:"winner"`
 		Votes  map[string]int `json:"votes"`
 	}
-	v, err := c.QueryWorkflow(ctx, "e2e-1", "", workflows.QueryStatus)
+	v, err := c.QueryWorkflow(ctx, "e2e-1", "", contract.QueryStatus)
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&s))
 	require.Equal(t, "done", s.Phase)

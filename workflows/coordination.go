@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -34,8 +34,8 @@ type Registry interface {
 
 // Register registers the workflows of this package under their names.
 func Register(r Registry) {
-	r.RegisterWorkflowWithOptions(Coordination, workflow.RegisterOptions{Name: CoordinationName})
-	r.RegisterWorkflowWithOptions(Pipeline, workflow.RegisterOptions{Name: PipelineName})
+	r.RegisterWorkflowWithOptions(Coordination, workflow.RegisterOptions{Name: contract.CoordinationName})
+	r.RegisterWorkflowWithOptions(Pipeline, workflow.RegisterOptions{Name: contract.PipelineName})
 }
 
 // coordination is the state of one run. Workflow code is single-threaded
@@ -112,12 +112,12 @@ func newCoordination(in CoordinationInput) *coordination {
 // setup registers the status query and the human_input update before the
 // first blocking call, so both work from the start.
 func (w *coordination) setup(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (coord.Status, error) {
+	if err := workflow.SetQueryHandler(ctx, contract.QueryStatus, func() (coord.Status, error) {
 		return w.snapshot(), nil
 	}); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateHumanInput, w.humanInput,
+	return workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateHumanInput, w.humanInput,
 		workflow.UpdateHandlerOptions{Validator: w.validateHumanInput})
 }
 
@@ -172,9 +172,9 @@ func (w *coordination) begin(ctx workflow.Context) error {
 	}
 	now := workflow.Now(ctx).UTC()
 	w.startedAt, w.deadline = now, now.Add(w.orch.Timeout())
-	var init activities.InitSessionResult
-	initF := workflow.ExecuteActivity(w.smallCtx(ctx, "init session"), activities.NameInitSession,
-		activities.InitSessionInput{
+	var init contract.InitSessionResult
+	initF := workflow.ExecuteActivity(w.smallCtx(ctx, "init session"), contract.NameInitSession,
+		contract.InitSessionInput{
 			SessionID:    w.in.SessionID,
 			Task:         w.in.Task,
 			Agents:       sortedIDs(w.in.Config.AgentIDs()),
@@ -296,5 +296,5 @@ func (w *coordination) continueAsNew(ctx workflow.Context) error {
 		LastError:        w.lastErr,
 	}
 	workflow.GetLogger(ctx).Info("continuing as new", "steps", w.stepsDone, "launches", w.launches)
-	return workflow.NewContinueAsNewError(ctx, CoordinationName, next)
+	return workflow.NewContinueAsNewError(ctx, contract.CoordinationName, next)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/conclave-ai/conclave/activities"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -213,7 +212,7 @@ func TestDecompositionStop(t *testing.T) {
 			ls := h.launched()
 			require.Equal(t, []string{"agent_a:1", "agent_b:1", "agent_a:2", "agent_a:3", "agent_b:2"}, pairs(ls))
 			for _, l := range ls {
-				require.Equal(t, activities.ModeDecomposition, l.Mode)
+				require.Equal(t, coord.ModeDecomposition, l.Mode)
 			}
 			require.Equal(t, 3*time.Minute, ls[3].At)
 			require.Len(t, h.presents, 1)

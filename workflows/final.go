@@ -4,7 +4,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -33,7 +33,7 @@ func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error)
 	if err != nil {
 		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(
 			"the final presentation by "+w.winner+" failed; every answer stays stored in the session "+w.session,
-			"PresentFailed", err))
+			contract.ErrTypePresentFailed, err))
 	}
 	w.setPhase(ctx, coord.PhaseDone)
 	return w.result(pr), w.awaitHandlers(ctx)
@@ -47,7 +47,7 @@ func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, 
 	winner, how, err := coord.TimeoutWinner(w.ledger, w.answerOrder)
 	if err != nil {
 		w.reason = err.Error()
-		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), "NoAnswers", nil))
+		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeNoAnswers, nil))
 	}
 	w.status, w.winner = StatusTimeout, winner
 	w.reason = "orchestrator timeout: " + winner + " wins by " + how
@@ -59,7 +59,7 @@ func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, 
 	if err != nil {
 		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(
 			"coordination timed out and "+winner+"'s stored answer could not be copied to final/; "+
-				"every answer stays stored in the session "+w.session, "PresentFailed", err))
+				"every answer stays stored in the session "+w.session, contract.ErrTypePresentFailed, err))
 	}
 	w.setPhase(ctx, coord.PhaseTimeout)
 	return w.result(pr), w.awaitHandlers(ctx)
@@ -97,18 +97,18 @@ func (w *coordination) failure() error {
 	if alive == 0 {
 		return temporal.NewNonRetryableApplicationError(
 			"all agents failed: the last error was "+w.lastErr+"; fix its cause (model, key, config) and start again",
-			"AllAgentsFailed", w.lastCause)
+			contract.ErrTypeAllAgentsFailed, w.lastCause)
 	}
-	return temporal.NewNonRetryableApplicationError(w.reason, "NoAnswers", nil)
+	return temporal.NewNonRetryableApplicationError(w.reason, contract.ErrTypeNoAnswers, nil)
 }
 
 // runPresent runs the Present activity and adds its usage.
-func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy string) (activities.PresentResult, error) {
+func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy string) (contract.PresentResult, error) {
 	opts := agentStepOptions(presenter, 0, w.in.StepHeartbeatSeconds)
 	opts.Summary = "present · " + presenter + " (" + strategy + ")"
-	var pr activities.PresentResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.NamePresent,
-		activities.PresentInput{
+	var pr contract.PresentResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), contract.NamePresent,
+		contract.PresentInput{
 			SessionID:    w.in.SessionID,
 			Presenter:    presenter,
 			Task:         w.in.Task,
@@ -123,8 +123,8 @@ func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy stri
 }
 
 // result builds the workflow result from the presentation.
-func (w *coordination) result(pr activities.PresentResult) CoordinationResult {
-	answer, cut := activities.Truncate(pr.Answer, MaxFinalAnswerBytes)
+func (w *coordination) result(pr contract.PresentResult) CoordinationResult {
+	answer, cut := contract.Truncate(pr.Answer, contract.MaxFinalAnswerBytes)
 	r := CoordinationResult{
 		Status:      w.status,
 		Winner:      w.winner,

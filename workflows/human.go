@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
@@ -32,8 +32,8 @@ func (w *coordination) validateHumanInput(_ workflow.Context, h HumanInput) erro
 func (w *coordination) humanInput(ctx workflow.Context, h HumanInput) (int, error) {
 	w.inboxSeq++
 	seq := w.inboxSeq
-	err := workflow.ExecuteActivity(w.smallCtx(ctx, "human input "+strconv.Itoa(seq)), activities.NameWriteInbox,
-		activities.WriteInboxInput{
+	err := workflow.ExecuteActivity(w.smallCtx(ctx, "human input "+strconv.Itoa(seq)), contract.NameWriteInbox,
+		contract.WriteInboxInput{
 			SessionID: w.in.SessionID,
 			Seq:       seq,
 			Text:      strings.TrimSpace(h.Text),

@@ -3,7 +3,6 @@ package workflows
 import (
 	"fmt"
 
-	"github.com/conclave-ai/conclave/activities"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -11,7 +10,7 @@ import (
 // launchPlan is one agent step to start now.
 type launchPlan struct {
 	Agent string
-	Mode  string
+	Mode  coord.Mode
 	// Tally is the anonymous tally shown on a re-vote (nil otherwise).
 	Tally map[string]int
 }
@@ -34,29 +33,18 @@ func planLaunches(l coord.Ledger, o config.Orchestrator, revote []string, tally 
 	if len(revote) > 0 {
 		for _, id := range revote {
 			if a := agentOf(l, id); a != nil && !a.Failed && !a.Running && !coord.StepsExhausted(*a, lim) {
-				plans = append(plans, launchPlan{Agent: id, Mode: activities.ModeVoteOnly, Tally: tally})
+				plans = append(plans, launchPlan{Agent: id, Mode: coord.ModeVoteOnly, Tally: tally})
 			}
 		}
 		return plans
 	}
-	answers := totalAnswers(l) > 0
 	for _, id := range coord.Relaunch(l) {
-		a := agentOf(l, id)
-		if coord.StepsExhausted(*a, lim) {
+		if coord.StepsExhausted(*agentOf(l, id), lim) {
 			continue
 		}
-		if o.CoordinationMode == config.ModeDecomposition {
-			plans = append(plans, launchPlan{Agent: id, Mode: activities.ModeDecomposition})
-			continue
-		}
-		mode := activities.ModeVoting
-		if ok, _ := coord.CanAnswer(l, id, lim); !ok {
-			// A vote-only step with nothing to vote for could only fail its
-			// enforcement; wait for an answer instead.
-			if !answers || (o.DeferVotingUntilAllAnswered && awaitingFirstAnswers(l, id, lim)) {
-				continue
-			}
-			mode = activities.ModeVoteOnly
+		mode, ok := coord.NextMode(l, id, o.CoordinationMode == config.ModeDecomposition, lim)
+		if !ok || (mode == coord.ModeVoteOnly && o.DeferVotingUntilAllAnswered && awaitingFirstAnswers(l, id, lim)) {
+			continue // nothing to vote for yet, or peers still owe first answers
 		}
 		plans = append(plans, launchPlan{Agent: id, Mode: mode})
 	}

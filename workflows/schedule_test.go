@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -38,28 +38,28 @@ func TestPlanLaunches(t *testing.T) {
 		want   []launchPlan
 	}{
 		{"first launch: everyone answers", []coord.Agent{{ID: a}, {ID: b}}, orch(nil),
-			nil, []launchPlan{{a, activities.ModeVoting, nil}, {b, activities.ModeVoting, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoting, nil}, {b, coord.ModeVoting, nil}}},
 		{"async: relaunch while a peer runs", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})}, orch(nil),
-			nil, []launchPlan{{a, activities.ModeVoting, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoting, nil}}},
 		{"rounds: barrier", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})},
 			orch(func(o *config.Orchestrator) { o.Scheduling = config.SchedulingRounds }), nil, nil},
 		{"fresh voter stays", []coord.Agent{
 			voted(a, 2, 1, 1, a, map[string]int{a: 1}), running(coord.Agent{ID: b})}, orch(nil), nil, nil},
 		{"stale voter relaunched, failed agent never", []coord.Agent{
 			voted(a, 2, 1, 1, a, map[string]int{a: 1}), answered(b, 1, 1), {ID: c, Failed: true}}, orch(nil),
-			nil, []launchPlan{{a, activities.ModeVoting, nil}, {b, activities.ModeVoting, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoting, nil}, {b, coord.ModeVoting, nil}}},
 		{"answer limit: vote-only", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})},
 			orch(func(o *config.Orchestrator) { o.MaxNewAnswersPerAgent = ptr(1) }),
-			nil, []launchPlan{{a, activities.ModeVoteOnly, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoteOnly, nil}}},
 		{"global limit: vote-only", []coord.Agent{answered(a, 1, 1), answered(b, 1, 1)},
 			orch(func(o *config.Orchestrator) { o.MaxNewAnswersGlobal = ptr(2) }),
-			nil, []launchPlan{{a, activities.ModeVoteOnly, nil}, {b, activities.ModeVoteOnly, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoteOnly, nil}, {b, coord.ModeVoteOnly, nil}}},
 		{"fairness: the leader votes", []coord.Agent{answered(a, 2, 2), {ID: b}},
 			orch(func(o *config.Orchestrator) {
 				o.FairnessLeadCapAnswers = 1
 				o.MaxNewAnswersPerAgent = nil
 			}),
-			nil, []launchPlan{{a, activities.ModeVoteOnly, nil}, {b, activities.ModeVoting, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoteOnly, nil}, {b, coord.ModeVoting, nil}}},
 		{"defer voting: wait for a running peer's first answer", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})},
 			orch(func(o *config.Orchestrator) {
 				o.MaxNewAnswersPerAgent = ptr(1)
@@ -70,18 +70,18 @@ func TestPlanLaunches(t *testing.T) {
 			orch(func(o *config.Orchestrator) {
 				o.MaxNewAnswersPerAgent = ptr(1)
 				o.DeferVotingUntilAllAnswered = true
-			}), nil, []launchPlan{{a, activities.ModeVoteOnly, nil}}},
+			}), nil, []launchPlan{{a, coord.ModeVoteOnly, nil}}},
 		{"max_steps_per_agent", []coord.Agent{answered(a, 3, 1), answered(b, 2, 1)},
 			orch(func(o *config.Orchestrator) { o.MaxStepsPerAgent = 3 }),
-			nil, []launchPlan{{b, activities.ModeVoting, nil}}},
+			nil, []launchPlan{{b, coord.ModeVoting, nil}}},
 		{"decomposition", []coord.Agent{{ID: a, LatestStep: 1, LastAction: coord.ActionStop,
 			Stop: &coord.Stop{SeenSteps: map[string]int{}, Step: 1}}, answered(b, 1, 1)},
 			orch(func(o *config.Orchestrator) { o.CoordinationMode = config.ModeDecomposition }),
-			nil, []launchPlan{{a, activities.ModeDecomposition, nil}, {b, activities.ModeDecomposition, nil}}},
+			nil, []launchPlan{{a, coord.ModeDecomposition, nil}, {b, coord.ModeDecomposition, nil}}},
 		{"re-vote", []coord.Agent{
 			voted(a, 2, 1, 1, a, map[string]int{a: 1, b: 1}), voted(b, 2, 1, 1, b, map[string]int{a: 1, b: 1})},
 			orch(nil), []string{a, b},
-			[]launchPlan{{a, activities.ModeVoteOnly, map[string]int{"x": 1}}, {b, activities.ModeVoteOnly, map[string]int{"x": 1}}}},
+			[]launchPlan{{a, coord.ModeVoteOnly, map[string]int{"x": 1}}, {b, coord.ModeVoteOnly, map[string]int{"x": 1}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := planLaunches(coord.Ledger{Agents: tc.l}, tc.o, tc.revote, map[string]int{"x": 1})
@@ -147,7 +147,7 @@ func TestHumanInputJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"text":"ho"}`), &h))
 	require.Equal(t, "ho", h.Text)
 	require.Error(t, json.Unmarshal([]byte(`42`), &h))
-	require.NoError(t, validateHumanInput(HumanInput{Text: strings.Repeat("é", MaxHumanInputBytes/2)}))
+	require.NoError(t, validateHumanInput(HumanInput{Text: strings.Repeat("é", contract.MaxHumanInputBytes/2)}))
 }
 
 func TestNormalize(t *testing.T) {
@@ -165,10 +165,10 @@ func TestNormalize(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
-	s, cut := activities.Truncate("héllo", 2)
+	s, cut := contract.Truncate("héllo", 2)
 	require.True(t, cut)
 	require.Equal(t, "h", s)
-	s, cut = activities.Truncate("abc", 3)
+	s, cut = contract.Truncate("abc", 3)
 	require.False(t, cut)
 	require.Equal(t, "abc", s)
 }

@@ -9,20 +9,17 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
-
-// Error types an activity raises that retrying cannot fix.
-var nonRetryable = []string{"EnforcementError", "ConfigError", "ModelRejected"}
 
 // stepRun is one launched AgentStep activity.
 type stepRun struct {
 	agent  string
 	step   int
 	launch int
-	mode   string
+	mode   coord.Mode
 	// answers is how many answers existed at launch (update_mode restart
 	// cancels only steps launched before a new answer).
 	answers int
@@ -49,7 +46,7 @@ func agentStepOptions(agent string, step, heartbeatSeconds int) workflow.Activit
 			// 1+2+…+32 s, then a minute apart: an agent survives about four
 			// minutes of storage outage or rate limiting.
 			MaximumAttempts:        10,
-			NonRetryableErrorTypes: nonRetryable,
+			NonRetryableErrorTypes: contract.NonRetryable(),
 		},
 		Summary: agent + " · step " + strconv.Itoa(step),
 	}
@@ -79,7 +76,7 @@ func storageActivityCtx(ctx workflow.Context, summary string, timeout time.Durat
 			BackoffCoefficient:     2,
 			MaximumInterval:        30 * time.Second,
 			MaximumAttempts:        5,
-			NonRetryableErrorTypes: nonRetryable,
+			NonRetryableErrorTypes: contract.NonRetryable(),
 		},
 		Summary: summary,
 	})
@@ -113,7 +110,7 @@ func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p lau
 	stepCtx, cancel := workflow.WithCancel(ctx)
 	r.cancel = cancel
 	stepCtx = workflow.WithActivityOptions(stepCtx, agentStepOptions(r.agent, r.step, w.in.StepHeartbeatSeconds))
-	f := workflow.ExecuteActivity(stepCtx, activities.NameAgentStep, activities.AgentStepInput{
+	f := workflow.ExecuteActivity(stepCtx, contract.NameAgentStep, contract.AgentStepInput{
 		SessionID:    w.in.SessionID,
 		Agent:        r.agent,
 		Step:         r.step,
@@ -132,7 +129,7 @@ func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p lau
 // retries used up) fails its agent for good; the others go on.
 func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Future) {
 	w.running = slices.DeleteFunc(w.running, func(x *stepRun) bool { return x == r })
-	var res activities.AgentStepResult
+	var res contract.AgentStepResult
 	err := f.Get(ctx, &res)
 	if r.abandoned {
 		return // cancelled on purpose; the agent's state was handled then
@@ -160,7 +157,7 @@ func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Futur
 
 // apply records a step's action in the ledger (the step number is the one
 // the workflow assigned, whatever the result says).
-func (w *coordination) apply(a *coord.Agent, step int, res activities.AgentStepResult) {
+func (w *coordination) apply(a *coord.Agent, step int, res contract.AgentStepResult) {
 	a.LatestStep, a.LastAction = step, res.Action
 	a.Vote, a.Stop = nil, nil
 	switch res.Action {

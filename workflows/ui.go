@@ -8,15 +8,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
-)
-
-// Search attributes a namespace may define (keyword type) to list sessions
-// by phase and winner; see SearchAttributesAvailable.
-const (
-	SearchAttrPhase  = "ConclavePhase"
-	SearchAttrWinner = "ConclaveWinner"
 )
 
 // snapshot is the status query's answer and status.json: coord.Summarize of
@@ -71,7 +64,7 @@ func (w *coordination) markdown() string {
 	for _, a := range w.ledger.Agents {
 		state, step := string(coord.StateOf(a)), strconv.Itoa(a.LatestStep)
 		if r := w.runOf(a.ID); r != nil {
-			state = "running (" + r.mode + ")"
+			state = "running (" + string(r.mode) + ")"
 			step = fmt.Sprintf("%d → %d", a.LatestStep, r.step)
 		}
 		vote := "—"
@@ -99,7 +92,7 @@ func (w *coordination) runOf(agent string) *stepRun {
 
 // askSearchAttributes starts the question searchAttributesAvailable reads.
 func (w *coordination) askSearchAttributes(ctx workflow.Context) workflow.Future {
-	return workflow.ExecuteActivity(w.smallCtx(ctx, "search attributes"), activities.NameSearchAttrsSet)
+	return workflow.ExecuteActivity(w.smallCtx(ctx, "search attributes"), contract.NameSearchAttrsSet)
 }
 
 // searchAttributesAvailable asks once per session whether the namespace
@@ -122,10 +115,10 @@ func (w *coordination) upsertSearchAttributes(ctx workflow.Context) {
 	}
 	var updates []temporal.SearchAttributeUpdate
 	if w.phase != w.saPhase {
-		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(SearchAttrPhase).ValueSet(w.phase))
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrPhase).ValueSet(w.phase))
 	}
 	if w.winner != "" && w.winner != w.saWinner {
-		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(SearchAttrWinner).ValueSet(w.winner))
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrWinner).ValueSet(w.winner))
 	}
 	if len(updates) == 0 {
 		return

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/workflows"
 )
 
@@ -54,7 +55,7 @@ func newManageCmds() []*cobra.Command {
 		text := strings.TrimSpace(args[1])
 		return withClient(&tf[2], func(c client.Client) error {
 			h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
-				WorkflowID: args[0], UpdateName: workflows.UpdateHumanInput,
+				WorkflowID: args[0], UpdateName: contract.UpdateHumanInput,
 				Args: []any{workflows.HumanInput{Text: text}}, WaitForStage: client.WorkflowUpdateStageCompleted,
 			})
 			if err != nil {

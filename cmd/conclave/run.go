@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/workflows"
@@ -99,7 +100,7 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: f.taskQueue, StaticSummary: summary,
 		StaticDetails: fmt.Sprintf("Conclave session with %d agents: %s", len(in.Config.Agents), strings.Join(in.Config.AgentIDs(), ", ")),
-	}, workflows.CoordinationName, in)
+	}, contract.CoordinationName, in)
 	if err != nil {
 		return fmt.Errorf("start the session: %w", err)
 	}
@@ -136,7 +137,7 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 
 func queryStatus(ctx context.Context, c client.Client, id string) (coord.Status, error) {
 	var s coord.Status
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+	v, err := c.QueryWorkflow(ctx, id, "", contract.QueryStatus)
 	if err != nil {
 		return s, err
 	}

@@ -25,6 +25,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+
+	"github.com/conclave-ai/conclave/contract"
 )
 
 // BinaryEnv names the variable that overrides where the Temporal CLI is;
@@ -41,10 +43,10 @@ const DefaultReadyTimeout = 60 * time.Second
 const stopGrace = 10 * time.Second
 
 // searchAttributes are registered on the namespace (all Keyword) so
-// sessions can be filtered by phase and winner in the Web UI. They are
-// workflows.SearchAttrPhase and workflows.SearchAttrWinner, spelled out to
-// keep workflow code out of this package.
-func searchAttributes() []string { return []string{"ConclavePhase", "ConclaveWinner"} }
+// sessions can be filtered by phase and winner in the Web UI.
+func searchAttributes() []string {
+	return []string{contract.SearchAttrPhase, contract.SearchAttrWinner}
+}
 
 // Config says how to start the server. Zero ports are chosen free.
 type Config struct {

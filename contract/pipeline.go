@@ -1,0 +1,142 @@
+package contract
+
+import (
+	"fmt"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/llm/chat"
+	"github.com/conclave-ai/conclave/engine/pipeline"
+)
+
+// StepFolder is where step seq of a pipeline run keeps its files,
+// relative to the run: steps/<seq>-<name>/. The workflow names the folder
+// (a coordination step's AdoptSession input) and the activities write it,
+// so both build it here.
+func StepFolder(seq int, name string) string {
+	return fmt.Sprintf("steps/%03d-%s", seq, name)
+}
+
+// PipelineDefinition is what a pipeline run runs; config holds no secrets.
+type PipelineDefinition struct {
+	Title   string          `json:"title,omitempty"`
+	Graph   pipeline.Graph  `json:"graph"`
+	Context string          `json:"context,omitempty"`
+	Backend *config.Backend `json:"backend,omitempty"`
+}
+
+// InitPipelineInput stores pipeline.json and prepares the project context.
+type InitPipelineInput struct {
+	RunID      string             `json:"run_id"`
+	Definition PipelineDefinition `json:"definition"`
+	Input      string             `json:"input"`
+	ResumeFrom string             `json:"resume_from,omitempty"`
+}
+
+// InitPipelineResult is the context summary every step gets.
+type InitPipelineResult struct {
+	Location string      `json:"location"`
+	Context  string      `json:"context,omitempty"`
+	Usage    coord.Usage `json:"usage"`
+}
+
+// PipelineStepInput runs one step. Seq is assigned by the workflow, so a
+// retried activity resumes the same folder.
+type PipelineStepInput struct {
+	RunID   string          `json:"run_id"`
+	Seq     int             `json:"seq"`
+	Step    string          `json:"step"`
+	Title   string          `json:"title,omitempty"`
+	Graph   pipeline.Graph  `json:"graph"`
+	Backend *config.Backend `json:"backend,omitempty"`
+	Input   string          `json:"input"`
+	Context string          `json:"context,omitempty"`
+	// Previous is the status of the step that ran before this one.
+	Previous *pipeline.Previous `json:"previous,omitempty"`
+	// From is the folder whose workspace/ this step starts from; "" starts
+	// with an empty workspace.
+	From string `json:"from,omitempty"`
+	// ResumeKey and Resume bring a caller back from a call: the messages
+	// stored at ResumeKey, then Resume.
+	ResumeKey string         `json:"resume_key,omitempty"`
+	Resume    []chat.Message `json:"resume,omitempty"`
+}
+
+// PipelineStepResult is how a step ended, small enough for history.
+type PipelineStepResult struct {
+	Seq         int               `json:"seq"`
+	Step        string            `json:"step"`
+	Folder      string            `json:"folder"`
+	Status      pipeline.Status   `json:"status"`
+	Summary     string            `json:"summary,omitempty"`
+	Request     *pipeline.Request `json:"request,omitempty"`
+	MessagesKey string            `json:"messages_key,omitempty"`
+	// Evidence are stored paths, relative to the run: the step's evidence
+	// files as they were in its workspace when it ended.
+	Evidence   []string    `json:"evidence,omitempty"`
+	Error      string      `json:"error,omitempty"`
+	Usage      coord.Usage `json:"usage"`
+	Turns      int         `json:"turns"`
+	DurationMs int64       `json:"duration_ms"`
+	// Session is the Coordination session of a coordination step.
+	Session string `json:"session,omitempty"`
+	// Reused marks a step taken over from an earlier run by resume.
+	Reused bool `json:"reused,omitempty"`
+}
+
+// PipelineReuseInput asks which steps of an earlier run a resumed run can
+// take over, and copies their folders.
+type PipelineReuseInput struct {
+	RunID string `json:"run_id"`
+	From  string `json:"from"`
+}
+
+// PipelineReuseResult lists the earlier run's leading completed steps.
+type PipelineReuseResult struct {
+	Steps []PipelineStepResult `json:"steps"`
+}
+
+// WritePipelineResultInput stores result.json.
+type WritePipelineResultInput struct {
+	RunID  string         `json:"run_id"`
+	Result PipelineResult `json:"result"`
+}
+
+// PipelineResult is result.json (seed 004): the run's status and each
+// step. The Pipeline workflow returns the same value.
+type PipelineResult struct {
+	RunID      string              `json:"run_id"`
+	Title      string              `json:"title,omitempty"`
+	Status     string              `json:"status"`
+	Reason     string              `json:"reason,omitempty"`
+	Current    string              `json:"current,omitempty"`
+	Steps      []PipelineStepEntry `json:"steps"`
+	Usage      coord.Usage         `json:"usage"`
+	ResumeFrom string              `json:"resume_from,omitempty"`
+	Location   string              `json:"location,omitempty"`
+}
+
+// PipelineStepEntry is one step of result.json.
+type PipelineStepEntry struct {
+	Seq        int             `json:"seq"`
+	Name       string          `json:"name"`
+	Status     pipeline.Status `json:"status"`
+	DurationMs int64           `json:"duration_ms"`
+	Usage      coord.Usage     `json:"usage"`
+	Evidence   []string        `json:"evidence"`
+	Error      string          `json:"error,omitempty"`
+	Summary    string          `json:"summary,omitempty"`
+	Folder     string          `json:"folder,omitempty"`
+	Session    string          `json:"session,omitempty"`
+	Reused     bool            `json:"reused,omitempty"`
+}
+
+// AdoptSessionInput stores a coordination step's outcome in its folder:
+// the workspace it started from with the session's final workspace over it.
+type AdoptSessionInput struct {
+	RunID   string             `json:"run_id"`
+	Folder  string             `json:"folder"`
+	From    string             `json:"from,omitempty"`
+	Session string             `json:"session"`
+	Result  PipelineStepResult `json:"result"`
+}
