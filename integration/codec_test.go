@@ -23,6 +23,7 @@ import (
 
 	"github.com/conclave-ai/conclave/codec"
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -89,7 +90,7 @@ func TestCodecEncryptsHistory(t *testing.T) {
 	require.NoError(t, err)
 	var res workflows.CoordinationResult
 	require.NoError(t, run.Get(ctx, &res))
-	require.Equal(t, workflows.StatusConsensus, res.Status)
+	require.Equal(t, coord.StatusConsensus, res.Status)
 	require.Equal(t, "agent_a", res.Winner)
 	require.Equal(t, "FINAL: a picnic for "+marker, res.FinalAnswer)
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -134,7 +135,7 @@ func (s *sessionRuns) requireConsensus(t *testing.T) {
 	for i, id := range s.ids {
 		require.NoError(t, s.errs[i], "session %s", id)
 		res := s.results[i]
-		require.Equal(t, workflows.StatusConsensus, res.Status, id)
+		require.Equal(t, coord.StatusConsensus, res.Status, id)
 		require.Equal(t, "agent_a", res.Winner, id)
 		require.Equal(t, map[string]int{"agent_a": 3}, res.Votes, "%s: every agent stayed alive and voted", id)
 		require.Equal(t, "FINAL: durable execution, by agent_a", res.FinalAnswer, id)

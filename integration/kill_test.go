@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
@@ -98,7 +99,7 @@ func TestWorkerKilledMidStep(t *testing.T) {
 	defer cancel()
 	var res workflows.CoordinationResult
 	require.NoError(t, run.Get(wctx, &res))
-	require.Equal(t, workflows.StatusConsensus, res.Status)
+	require.Equal(t, coord.StatusConsensus, res.Status)
 	require.Equal(t, "agent_a", res.Winner)
 
 	// agent_a's first call (the prompt alone) completed before the kill and

@@ -19,6 +19,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
 	"github.com/conclave-ai/conclave/worker"
@@ -98,7 +99,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	require.NoError(t, err)
 	var res workflows.CoordinationResult
 	require.NoError(t, run.Get(ctx, &res))
-	require.Equal(t, workflows.StatusConsensus, res.Status)
+	require.Equal(t, coord.StatusConsensus, res.Status)
 
 	// The key was used: every model call carried it as the bearer token.
 	reqs := srv.Requests()

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -61,7 +62,7 @@ func TestSessionEndToEnd(t *testing.T) {
 	var res workflows.CoordinationResult
 	require.NoError(t, run.Get(ctx, &res))
 
-	require.Equal(t, workflows.StatusConsensus, res.Status)
+	require.Equal(t, coord.StatusConsensus, res.Status)
 	require.Equal(t, "agent_b", res.Winner)
 	require.Equal(t, "FINAL: the Beatles page", res.FinalAnswer)
 	require.Equal(t, map[string]int{"agent_b": 3}, res.Votes)

@@ -63,12 +63,10 @@ type coordination struct {
 
 	// This run only.
 	phase     string
-	status    string // result status once decided
-	winner    string
-	reason    string
-	running   []*stepRun // launch order
-	stepsDone int        // completed steps in this run
-	changed   bool       // a step completed since the last publish
+	verdict   coord.Verdict // how coordination ended, once decided
+	running   []*stepRun    // launch order
+	stepsDone int           // completed steps in this run
+	changed   bool          // a step completed since the last publish
 	timedOut  bool
 	cancelled bool
 	lastCause error         // the latest agent failure of this run
@@ -81,7 +79,7 @@ type coordination struct {
 type ending int
 
 const (
-	endDecided ending = iota // verdict in status/winner
+	endDecided ending = iota // see w.verdict
 	endTimeout
 	endCancelled
 	endContinue
@@ -157,7 +155,7 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 	case endTimeout:
 		return w.finishTimeout(ctx)
 	}
-	if w.status == StatusFailed {
+	if w.verdict.Status == coord.StatusFailed {
 		return CoordinationResult{}, w.fail(ctx, w.failure())
 	}
 	return w.present(ctx)
@@ -213,11 +211,11 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 			return endTimeout
 		}
 		if len(w.revote) == 0 {
-			v := judge(w.ledger, w.orch, w.revoteRound)
+			v := coord.Judge(w.ledger, w.orch.VerdictOptions(), w.revoteRound)
 			if v.Revote {
 				w.startRevote(ctx, v.Reason)
 			} else if v.Done {
-				w.decide(v)
+				w.verdict = v
 				return endDecided
 			}
 		}
@@ -228,7 +226,7 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 		} else {
 			w.launchReady(ctx, sel)
 			if len(w.running) == 0 {
-				w.decide(stalled(w.ledger, w.orch, w.answerOrder))
+				w.verdict = coord.Stalled(w.ledger, w.orch.VerdictOptions(), w.answerOrder)
 				return endDecided
 			}
 		}
@@ -240,15 +238,10 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 	}
 }
 
-// decide records the verdict that ends coordination.
-func (w *coordination) decide(v verdict) {
-	w.status, w.winner, w.reason = v.Status, v.Winner, v.Reason
-}
-
 // startRevote asks every alive agent for another vote, showing the tally.
 func (w *coordination) startRevote(ctx workflow.Context, reason string) {
 	w.revoteRound++
-	w.revoteTally = anonymousTally(w.ledger)
+	w.revoteTally = coord.AnonymousTally(w.ledger)
 	w.revote = nil
 	for _, a := range w.ledger.Agents {
 		if !a.Failed {

@@ -33,7 +33,7 @@ func TestSeedLifecycleRounds(t *testing.T) {
 	h.run(input(cfg))
 
 	r := h.result()
-	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, c, r.Winner)
 	require.Equal(t, "final answer by agent_c", r.FinalAnswer)
 	require.Equal(t, "mem://s1", r.Session)
@@ -102,7 +102,7 @@ func TestAsyncLateAnswerRelaunchesStaleVoters(t *testing.T) {
 	h.run(input(testConfig(a, b, c)))
 
 	r := h.result()
-	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, c, r.Winner)
 
 	ls := h.launched()
@@ -141,11 +141,11 @@ func TestSplitVoteRevote(t *testing.T) {
 		wantWinner  string
 		wantLaunchs int
 	}{
-		{"still split, then plurality", 1, selfVotes(3), StatusPlurality, a, 9},
-		{"two re-votes, then plurality", 2, nil, StatusPlurality, a, 12},
+		{"still split, then plurality", 1, selfVotes(3), coord.StatusPlurality, a, 9},
+		{"two re-votes, then plurality", 2, nil, coord.StatusPlurality, a, 12},
 		{"re-vote converges", 1, map[stepKey]scripted{
 			{a, 3}: vote(b, time.Minute, nil), {b, 3}: vote(b, time.Minute, nil), {c, 3}: vote(c, time.Minute, nil),
-		}, StatusConsensus, b, 9},
+		}, coord.StatusConsensus, b, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := map[stepKey]scripted{{a, 1}: answer(time.Minute), {b, 1}: answer(time.Minute), {c, 1}: answer(time.Minute)}
@@ -200,7 +200,7 @@ func TestVoteOnlyAtAnswerLimit(t *testing.T) {
 			h.run(input(cfg))
 
 			r := h.result()
-			require.Equal(t, StatusConsensus, r.Status)
+			require.Equal(t, coord.StatusConsensus, r.Status)
 			require.Equal(t, a, r.Winner)
 			ls := h.launched()
 			require.Equal(t, []string{"agent_a:1", "agent_b:1", "agent_a:2", "agent_b:2"}, pairs(ls))

@@ -31,7 +31,7 @@ func TestRestartMode(t *testing.T) {
 	h.run(input(cfg))
 
 	r := h.result()
-	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, b, r.Winner)
 	ls := h.launched()
 	require.Equal(t, []string{"agent_a:1", "agent_b:1", "agent_a:2", "agent_a:2", "agent_b:2"}, pairs(ls))
@@ -62,7 +62,7 @@ func TestRestartModeRestartsEveryRunningPeer(t *testing.T) {
 	h.run(input(cfg))
 
 	r := h.result()
-	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, c, r.Winner)
 	count := map[string]int{}
 	for _, p := range pairs(h.launched()) {
@@ -109,7 +109,7 @@ func TestHumanInputUpdate(t *testing.T) {
 	}, 30*time.Second)
 	h.env.RegisterDelayedCallback(func() { send("second", "Mention retries.") }, 3*time.Minute)
 	h.run(input(testConfig(a, b)))
-	require.Equal(t, StatusConsensus, h.result().Status)
+	require.Equal(t, coord.StatusConsensus, h.result().Status)
 
 	require.ErrorContains(t, got["empty"].rejected, "human input is empty")
 	require.ErrorContains(t, got["long"].rejected, "more than the 8192 allowed")
@@ -188,7 +188,7 @@ func TestContinueAsNew(t *testing.T) {
 			next.MaxStepsBeforeContinue = 0
 			h2.run(next)
 			r := h2.result()
-			require.Equal(t, StatusConsensus, r.Status)
+			require.Equal(t, coord.StatusConsensus, r.Status)
 			require.Equal(t, b, r.Winner)
 			require.Zero(t, h2.inits, "the session exists already")
 			ls2 := h2.launched()
@@ -225,7 +225,7 @@ func TestSlowStatusWritesDoNotDelaySteps(t *testing.T) {
 	h.env.OnActivity(contract.NameWriteStatus, mock.Anything, mock.Anything).Return(h.writeStatus).After(20 * time.Second)
 	h.run(input(testConfig(a, b)))
 
-	require.Equal(t, StatusConsensus, h.result().Status)
+	require.Equal(t, coord.StatusConsensus, h.result().Status)
 	ls := h.launched()
 	require.Equal(t, []string{"agent_a:1", "agent_b:1", "agent_a:2", "agent_b:2"}, pairs(ls))
 	require.Equal(t, []time.Duration{0, 0, time.Minute, 2 * time.Minute}, []time.Duration{ls[0].At, ls[1].At, ls[2].At, ls[3].At})

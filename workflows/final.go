@@ -21,18 +21,18 @@ func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error)
 		strategy = string(config.FinalSynthesize)
 	}
 	w.setPhase(ctx, coord.PhasePresenting)
-	pr, err := w.runPresent(ctx, w.winner, strategy)
+	pr, err := w.runPresent(ctx, w.verdict.Winner, strategy)
 	if err != nil && ctx.Err() == nil && !decomposition && strategy != string(config.FinalWinnerReuse) {
 		workflow.GetLogger(ctx).Warn("presentation failed; using the winner's stored answer",
-			"winner", w.winner, "strategy", strategy, "error", err)
-		pr, err = w.runPresent(ctx, w.winner, string(config.FinalWinnerReuse))
+			"winner", w.verdict.Winner, "strategy", strategy, "error", err)
+		pr, err = w.runPresent(ctx, w.verdict.Winner, string(config.FinalWinnerReuse))
 	}
 	if ctx.Err() != nil {
 		return CoordinationResult{}, w.finishCancelled(ctx)
 	}
 	if err != nil {
 		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(
-			"the final presentation by "+w.winner+" failed; every answer stays stored in the session "+w.session,
+			"the final presentation by "+w.verdict.Winner+" failed; every answer stays stored in the session "+w.session,
 			contract.ErrTypePresentFailed, err))
 	}
 	w.setPhase(ctx, coord.PhaseDone)
@@ -46,11 +46,11 @@ func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, 
 	w.stopAll()
 	winner, how, err := coord.TimeoutWinner(w.ledger, w.answerOrder)
 	if err != nil {
-		w.reason = err.Error()
+		w.verdict.Reason = err.Error()
 		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeNoAnswers, nil))
 	}
-	w.status, w.winner = StatusTimeout, winner
-	w.reason = "orchestrator timeout: " + winner + " wins by " + how
+	w.verdict = coord.Verdict{Done: true, Status: coord.StatusTimeout, Winner: winner,
+		Reason: "orchestrator timeout: " + winner + " wins by " + how}
 	w.setPhase(ctx, coord.PhasePresenting)
 	pr, err := w.runPresent(ctx, winner, string(config.FinalWinnerReuse))
 	if ctx.Err() != nil {
@@ -71,7 +71,7 @@ func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, 
 // Temporal marks the workflow cancelled.
 func (w *coordination) finishCancelled(ctx workflow.Context) error {
 	w.stopAll()
-	w.status = StatusCancelled
+	w.verdict.Status = coord.StatusCancelled
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	w.setPhase(dctx, coord.PhaseCancelled)
@@ -80,7 +80,7 @@ func (w *coordination) finishCancelled(ctx workflow.Context) error {
 
 // fail records the failed phase and returns err.
 func (w *coordination) fail(ctx workflow.Context, err error) error {
-	w.status = StatusFailed
+	w.verdict.Status = coord.StatusFailed
 	w.setPhase(ctx, coord.PhaseFailed)
 	_ = w.awaitHandlers(ctx)
 	return err
@@ -88,18 +88,12 @@ func (w *coordination) fail(ctx workflow.Context, err error) error {
 
 // failure is the error of a session that ended without an answer.
 func (w *coordination) failure() error {
-	alive := 0
-	for _, a := range w.ledger.Agents {
-		if !a.Failed {
-			alive++
-		}
-	}
-	if alive == 0 {
+	if coord.Alive(w.ledger) == 0 {
 		return temporal.NewNonRetryableApplicationError(
 			"all agents failed: the last error was "+w.lastErr+"; fix its cause (model, key, config) and start again",
 			contract.ErrTypeAllAgentsFailed, w.lastCause)
 	}
-	return temporal.NewNonRetryableApplicationError(w.reason, contract.ErrTypeNoAnswers, nil)
+	return temporal.NewNonRetryableApplicationError(w.verdict.Reason, contract.ErrTypeNoAnswers, nil)
 }
 
 // runPresent runs the Present activity and adds its usage.
@@ -126,8 +120,8 @@ func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy stri
 func (w *coordination) result(pr contract.PresentResult) CoordinationResult {
 	answer, cut := contract.Truncate(pr.Answer, contract.MaxFinalAnswerBytes)
 	r := CoordinationResult{
-		Status:      w.status,
-		Winner:      w.winner,
+		Status:      w.verdict.Status,
+		Winner:      w.verdict.Winner,
 		FinalAnswer: answer,
 		Truncated:   pr.Truncated || cut,
 		Session:     w.session,

@@ -123,7 +123,7 @@ func TestGenerateHistory(t *testing.T) {
 	require.Equal(t, 1, seq)
 	var r CoordinationResult
 	require.NoError(t, run.Get(ctx, &r))
-	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, b, r.Winner)
 
 	writeHistory(t, bin, addr, run.GetID(), "coordination_status_writer_history.json")

@@ -15,15 +15,6 @@ import (
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
-// Result statuses of CoordinationResult.Status.
-const (
-	StatusConsensus = "consensus" // a majority (or unanimous) agreement, or decomposition complete
-	StatusPlurality = "plurality" // plurality decided: rule plurality, re-votes used up, or a stall
-	StatusTimeout   = "timeout"   // orchestrator_timeout_seconds ran out; the timeout winner's stored answer
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
-)
-
 // CoordinationInput starts (or continues) a coordination session. The JSON
 // form is what `temporal workflow start --input` takes; config holds the YAML
 // config's keys as JSON, absent settings taking their defaults.

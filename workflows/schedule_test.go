@@ -90,56 +90,6 @@ func TestPlanLaunches(t *testing.T) {
 	}
 }
 
-func TestJudge(t *testing.T) {
-	seen := map[string]int{a: 1, b: 1, c: 1}
-	split := coord.Ledger{Agents: []coord.Agent{voted(a, 2, 1, 1, a, seen), voted(b, 2, 1, 1, b, seen), voted(c, 2, 1, 1, c, seen)}}
-	o := config.DefaultOrchestrator()
-
-	v := judge(split, o, 0)
-	require.True(t, v.Revote)
-	v = judge(split, o, o.MaxRevoteRounds)
-	require.Equal(t, verdict{Done: true, Status: StatusPlurality, Winner: a, Reason: v.Reason}, v)
-
-	o.Consensus = config.ConsensusPlurality
-	require.Equal(t, StatusPlurality, judge(split, o, 0).Status)
-	agree := coord.Ledger{Agents: []coord.Agent{voted(a, 2, 1, 1, b, seen), voted(b, 2, 1, 1, b, seen), voted(c, 2, 1, 1, c, seen)}}
-	v = judge(agree, o, 0)
-	require.Equal(t, StatusConsensus, v.Status, "a majority under plurality is a consensus")
-	require.Equal(t, b, v.Winner)
-
-	failed := coord.Ledger{Agents: []coord.Agent{{ID: a, Failed: true}, {ID: b, Failed: true}}}
-	require.Equal(t, StatusFailed, judge(failed, o, 0).Status)
-
-	o = config.DefaultOrchestrator()
-	o.CoordinationMode = config.ModeDecomposition
-	stopped := func(id string, seen map[string]int) coord.Agent {
-		return coord.Agent{ID: id, LatestStep: 2, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionStop,
-			Stop: &coord.Stop{SeenSteps: seen, Step: 2}}
-	}
-	both := map[string]int{a: 1, b: 1}
-	require.False(t, judge(coord.Ledger{Agents: []coord.Agent{stopped(a, map[string]int{a: 1}), stopped(b, both)}}, o, 0).Done,
-		"a stale stop")
-	v = judge(coord.Ledger{Agents: []coord.Agent{{ID: a, Failed: true}, stopped(b, both)}}, o, 0)
-	require.Equal(t, verdict{Done: true, Status: StatusConsensus, Winner: b, Reason: v.Reason}, v, "first alive agent presents")
-}
-
-func TestStalled(t *testing.T) {
-	o := config.DefaultOrchestrator()
-	l := coord.Ledger{Agents: []coord.Agent{answered(a, 1, 1), answered(b, 1, 1)}}
-	v := stalled(l, o, []string{b, a})
-	require.Equal(t, StatusPlurality, v.Status)
-	require.Equal(t, a, v.Winner)
-	v = stalled(coord.Ledger{Agents: []coord.Agent{{ID: a, LatestStep: 3}}}, o, nil)
-	require.Equal(t, StatusFailed, v.Status)
-	require.Contains(t, v.Reason, "max_steps_per_agent")
-}
-
-func TestAnonymousTally(t *testing.T) {
-	seen := map[string]int{"zed": 1, "amy": 1}
-	l := coord.Ledger{Agents: []coord.Agent{voted("zed", 2, 1, 1, "amy", seen), voted("amy", 2, 1, 1, "amy", seen)}}
-	require.Equal(t, map[string]int{"agent1": 2}, anonymousTally(l), "amy sorts first: agent1")
-}
-
 func TestHumanInputJSON(t *testing.T) {
 	var h HumanInput
 	require.NoError(t, json.Unmarshal([]byte(`"hi"`), &h))

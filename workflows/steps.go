@@ -85,7 +85,7 @@ func storageActivityCtx(ctx workflow.Context, summary string, timeout time.Durat
 // launchReady starts every step the schedule allows now.
 func (w *coordination) launchReady(ctx workflow.Context, sel workflow.Selector) {
 	plans := planLaunches(w.ledger, w.orch, w.revote, w.revoteTally)
-	if len(plans) > 0 || !anyRunning(w.ledger) {
+	if len(plans) > 0 || !coord.AnyRunning(w.ledger) {
 		// A re-vote launches all its agents at once (none runs at a split);
 		// those that cannot step (failed, out of steps) keep their vote.
 		w.revote = nil
@@ -102,11 +102,11 @@ func (w *coordination) launchReady(ctx workflow.Context, sel workflow.Selector) 
 // a retried activity, or a relaunch after a restart-cancel, rewrites the same
 // keys; Launch tells the relaunch apart.
 func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p launchPlan) {
-	a := agentOf(w.ledger, p.Agent)
+	a := w.ledger.Find(p.Agent)
 	a.Running = true
 	w.launches++
 	r := &stepRun{agent: p.Agent, step: a.LatestStep + 1, launch: w.launches, mode: p.Mode,
-		answers: totalAnswers(w.ledger)}
+		answers: coord.TotalAnswers(w.ledger)}
 	stepCtx, cancel := workflow.WithCancel(ctx)
 	r.cancel = cancel
 	stepCtx = workflow.WithActivityOptions(stepCtx, agentStepOptions(r.agent, r.step, w.in.StepHeartbeatSeconds))
@@ -134,7 +134,7 @@ func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Futur
 	if r.abandoned {
 		return // cancelled on purpose; the agent's state was handled then
 	}
-	a := agentOf(w.ledger, r.agent)
+	a := w.ledger.Find(r.agent)
 	a.Running = false
 	if ctx.Err() != nil {
 		return // the workflow is cancelled: the step did not fail
@@ -182,12 +182,12 @@ func (w *coordination) restartPeers(ctx workflow.Context, answerer string) {
 	if w.orch.UpdateMode != config.UpdateRestart || w.orch.DisableInjection {
 		return
 	}
-	total := totalAnswers(w.ledger)
+	total := coord.TotalAnswers(w.ledger)
 	// abandon removes from w.running: walk a copy. (Walking w.running
 	// itself panicked unless the restarted step was the last one, so no
 	// recorded history depends on the old walk.)
 	for _, r := range slices.Clone(w.running) {
-		a := agentOf(w.ledger, r.agent)
+		a := w.ledger.Find(r.agent)
 		if r.abandoned || r.agent == answerer || r.answers >= total || a.AnswerCount == 0 {
 			continue
 		}
@@ -201,7 +201,7 @@ func (w *coordination) restartPeers(ctx workflow.Context, answerer string) {
 func (w *coordination) abandon(r *stepRun) {
 	r.abandoned = true
 	r.cancel()
-	agentOf(w.ledger, r.agent).Running = false
+	w.ledger.Find(r.agent).Running = false
 	w.running = slices.DeleteFunc(w.running, func(x *stepRun) bool { return x == r })
 }
 

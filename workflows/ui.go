@@ -12,22 +12,11 @@ import (
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
-// snapshot is the status query's answer and status.json: coord.Summarize of
-// the ledger, plus usage and the decided winner.
+// snapshot is the status query's answer and status.json: coord.Summarize
+// of the ledger under the verdict, plus usage.
 func (w *coordination) snapshot() coord.Status {
-	rule := coord.Rule(w.orch.Consensus)
-	if w.status == StatusPlurality {
-		rule = coord.RulePlurality
-	}
-	s := coord.Summarize(w.ledger, rule, w.phase)
+	s := coord.Summarize(w.ledger, w.verdict, w.phase)
 	s.Usage = w.usage
-	if w.winner != "" {
-		s.Winner = w.winner
-		s.Consensus = w.status == StatusConsensus || w.status == StatusPlurality
-	}
-	if w.phase != coord.PhaseCoordinating {
-		s.Relaunch = []string{} // nothing will be launched any more
-	}
 	return s
 }
 
@@ -54,8 +43,8 @@ func (w *coordination) details(ctx workflow.Context) {
 func (w *coordination) markdown() string {
 	var b strings.Builder
 	b.WriteString("**Phase:** " + w.phase)
-	if w.winner != "" {
-		b.WriteString(" · **Winner:** `" + w.winner + "` (" + w.status + ")")
+	if w.verdict.Winner != "" {
+		b.WriteString(" · **Winner:** `" + w.verdict.Winner + "` (" + w.verdict.Status + ")")
 	}
 	if w.revoteRound > 0 {
 		b.WriteString(" · **Re-votes:** " + strconv.Itoa(w.revoteRound))
@@ -117,8 +106,8 @@ func (w *coordination) upsertSearchAttributes(ctx workflow.Context) {
 	if w.phase != w.saPhase {
 		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrPhase).ValueSet(w.phase))
 	}
-	if w.winner != "" && w.winner != w.saWinner {
-		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrWinner).ValueSet(w.winner))
+	if w.verdict.Winner != "" && w.verdict.Winner != w.saWinner {
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrWinner).ValueSet(w.verdict.Winner))
 	}
 	if len(updates) == 0 {
 		return
@@ -127,5 +116,5 @@ func (w *coordination) upsertSearchAttributes(ctx workflow.Context) {
 		workflow.GetLogger(ctx).Warn("could not upsert search attributes", "error", err)
 		return
 	}
-	w.saPhase, w.saWinner = w.phase, w.winner
+	w.saPhase, w.saWinner = w.phase, w.verdict.Winner
 }

@@ -159,7 +159,7 @@ func FuzzDecide(f *testing.F) {
 				require.True(t, ok, "fairness blocked a first answer: %s", reason)
 			}
 		}
-		_, err = json.Marshal(Summarize(l, RuleMajority, PhaseCoordinating))
+		_, err = json.Marshal(Summarize(l, verdictOf(Decide(l, RuleMajority)), PhaseCoordinating))
 		require.NoError(t, err)
 	})
 }
@@ -185,7 +185,7 @@ func FuzzPermutation(f *testing.F) {
 		for _, rule := range []Rule{RuleMajority, RulePlurality} {
 			assert.Equal(t, Decide(l, rule), Decide(lm, rule))
 		}
-		assert.Equal(t, Summarize(l, RulePlurality, PhaseDone), Summarize(lm, RulePlurality, PhaseDone))
+		assert.Equal(t, Summarize(l, verdictOf(Decide(l, RulePlurality)), PhaseDone), Summarize(lm, verdictOf(Decide(lm, RulePlurality)), PhaseDone))
 		w1, h1, e1 := TimeoutWinner(l, nil)
 		w2, h2, e2 := TimeoutWinner(lm, nil)
 		assert.Equal(t, []any{w1, h1, e1}, []any{w2, h2, e2})
@@ -197,7 +197,7 @@ func FuzzPermutation(f *testing.F) {
 		assert.Equal(t, om.Votes, pm.Votes)
 		assert.Equal(t, SeenSteps(l), SeenSteps(lp))
 		assert.ElementsMatch(t, Relaunch(l), Relaunch(lp))
-		sl, sp := Summarize(l, RuleMajority, PhaseDone), Summarize(lp, RuleMajority, PhaseDone)
+		sl, sp := Summarize(l, verdictOf(Decide(l, RuleMajority)), PhaseDone), Summarize(lp, verdictOf(Decide(lp, RuleMajority)), PhaseDone)
 		assert.Equal(t, sl.Agents, sp.Agents)
 		assert.Equal(t, sl.Winner, sp.Winner)
 		lim := Limits{FairnessLeadCap: intp(1), MaxNewAnswersGlobal: intp(6), MaxNewAnswersPerAgent: intp(3)}

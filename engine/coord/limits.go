@@ -38,7 +38,7 @@ func CanAnswer(l Ledger, agent string, lim Limits) (ok bool, reason string) {
 			a.AnswerCount, *m)
 	}
 	if m := lim.MaxNewAnswersGlobal; m != nil {
-		if total := totalAnswers(l); total >= *m {
+		if total := TotalAnswers(l); total >= *m {
 			return false, fmt.Sprintf("global answer limit reached (%d of %d): vote for the best answer instead",
 				total, *m)
 		}
@@ -61,13 +61,4 @@ func VoteOnly(l Ledger, agent string, lim Limits) bool {
 // The workflow checks it before launching another step.
 func StepsExhausted(a Agent, lim Limits) bool {
 	return lim.MaxStepsPerAgent > 0 && a.LatestStep >= lim.MaxStepsPerAgent
-}
-
-// totalAnswers sums the answers of all agents, failed ones included.
-func totalAnswers(l Ledger) int {
-	total := 0
-	for _, a := range l.Agents {
-		total += a.AnswerCount
-	}
-	return total
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/worker"
 	"github.com/conclave-ai/conclave/workflows"
 )
@@ -55,7 +56,7 @@ func (e *env) runSession(ctx context.Context, id string, cfg *config.Config) ses
 	}
 	r.err = run.Get(ctx, &r.result)
 	r.wall = time.Since(start)
-	if r.err == nil && r.result.Status != workflows.StatusConsensus {
+	if r.err == nil && r.result.Status != coord.StatusConsensus {
 		r.err = fmt.Errorf("%s ended %s, not in consensus", id, r.result.Status)
 	}
 	return r
