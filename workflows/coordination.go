@@ -45,21 +45,9 @@ type coordination struct {
 	in   CoordinationInput
 	orch config.Orchestrator
 
-	// Carried across continue-as-new (CarriedState).
-	ledger      coord.Ledger
-	answerOrder []string // agent ids by answer arrival, newest last, each id once
-	usage       coord.Usage
-	revoteRound int
-	revote      []string
-	revoteTally map[string]int
-	launches    int
-	inboxSeq    int
-	startedAt   time.Time
-	deadline    time.Time
-	session     string
-	searchAttrs bool
-	runs        int
-	lastErr     string
+	// state is carried across continue-as-new as is: the next run's
+	// input holds this value.
+	state CarriedState
 
 	// This run only.
 	phase     string
@@ -87,22 +75,15 @@ const (
 
 func newCoordination(in CoordinationInput) *coordination {
 	w := &coordination{in: in, orch: in.Config.Orchestrator, phase: coord.PhaseCoordinating}
-	if s := in.State; s != nil {
-		w.ledger = s.Ledger
-		w.answerOrder = s.AnswerOrder
-		w.usage = s.Usage
-		w.revoteRound, w.revote, w.revoteTally = s.RevoteRound, s.Revote, s.RevoteTally
-		w.launches, w.inboxSeq = s.Launches, s.InboxSeq
-		w.startedAt, w.deadline = s.StartedAt, s.Deadline
-		w.session, w.searchAttrs = s.Session, s.SearchAttributes
-		w.runs, w.lastErr = s.Runs, s.LastError
-		for i := range w.ledger.Agents {
-			w.ledger.Agents[i].Running = false // nothing runs across continue-as-new
+	if in.State != nil {
+		w.state = *in.State
+		for i := range w.state.Ledger.Agents {
+			w.state.Ledger.Agents[i].Running = false // nothing runs across continue-as-new
 		}
 		return w
 	}
 	for _, id := range in.Config.AgentIDs() {
-		w.ledger.Agents = append(w.ledger.Agents, coord.Agent{ID: id})
+		w.state.Ledger.Agents = append(w.state.Ledger.Agents, coord.Agent{ID: id})
 	}
 	return w
 }
@@ -131,7 +112,7 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 	sel := workflow.NewSelector(ctx)
 	timerCtx, stopTimer := workflow.WithCancel(ctx)
 	defer stopTimer()
-	if left := w.deadline.Sub(workflow.Now(ctx)); left > 0 {
+	if left := w.state.Deadline.Sub(workflow.Now(ctx)); left > 0 {
 		timer := workflow.NewTimerWithOptions(timerCtx, left, workflow.TimerOptions{Summary: "orchestrator timeout"})
 		sel.AddFuture(timer, func(f workflow.Future) {
 			if f.Get(ctx, nil) == nil {
@@ -165,11 +146,11 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 // search attributes exist.
 func (w *coordination) begin(ctx workflow.Context) error {
 	if w.in.State != nil {
-		workflow.GetLogger(ctx).Info("coordination continues", "run", w.runs, "session", w.session)
+		workflow.GetLogger(ctx).Info("coordination continues", "run", w.state.Runs, "session", w.state.Session)
 		return nil
 	}
 	now := workflow.Now(ctx).UTC()
-	w.startedAt, w.deadline = now, now.Add(w.orch.Timeout())
+	w.state.StartedAt, w.state.Deadline = now, now.Add(w.orch.Timeout())
 	var init contract.InitSessionResult
 	initF := workflow.ExecuteActivity(w.smallCtx(ctx, "init session"), contract.NameInitSession,
 		contract.InitSessionInput{
@@ -191,11 +172,11 @@ func (w *coordination) begin(ctx workflow.Context) error {
 	if err != nil {
 		return fmt.Errorf("could not create the session in storage (check the worker's storage settings): %w", err)
 	}
-	w.session = init.Location
+	w.state.Session = init.Location
 	if attrsF == nil {
 		attrsF = w.askSearchAttributes(ctx)
 	}
-	w.searchAttrs = w.searchAttributesAvailable(ctx, attrsF)
+	w.state.SearchAttributes = w.searchAttributesAvailable(ctx, attrsF)
 	return nil
 }
 
@@ -210,8 +191,8 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 		case w.timedOut:
 			return endTimeout
 		}
-		if len(w.revote) == 0 {
-			v := coord.Judge(w.ledger, w.orch.VerdictOptions(), w.revoteRound)
+		if len(w.state.Revote) == 0 {
+			v := coord.Judge(w.state.Ledger, w.orch.VerdictOptions(), w.state.RevoteRound)
 			if v.Revote {
 				w.startRevote(ctx, v.Reason)
 			} else if v.Done {
@@ -226,7 +207,7 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 		} else {
 			w.launchReady(ctx, sel)
 			if len(w.running) == 0 {
-				w.verdict = coord.Stalled(w.ledger, w.orch.VerdictOptions(), w.answerOrder)
+				w.verdict = coord.Stalled(w.state.Ledger, w.orch.VerdictOptions(), w.state.AnswerOrder)
 				return endDecided
 			}
 		}
@@ -240,15 +221,15 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 
 // startRevote asks every alive agent for another vote, showing the tally.
 func (w *coordination) startRevote(ctx workflow.Context, reason string) {
-	w.revoteRound++
-	w.revoteTally = coord.AnonymousTally(w.ledger)
-	w.revote = nil
-	for _, a := range w.ledger.Agents {
+	w.state.RevoteRound++
+	w.state.RevoteTally = coord.AnonymousTally(w.state.Ledger)
+	w.state.Revote = nil
+	for _, a := range w.state.Ledger.Agents {
 		if !a.Failed {
-			w.revote = append(w.revote, a.ID)
+			w.state.Revote = append(w.state.Revote, a.ID)
 		}
 	}
-	workflow.GetLogger(ctx).Info("split vote: re-vote", "round", w.revoteRound, "reason", reason)
+	workflow.GetLogger(ctx).Info("split vote: re-vote", "round", w.state.RevoteRound, "reason", reason)
 }
 
 // continueDue reports whether this run should continue as new: the server
@@ -271,23 +252,9 @@ func (w *coordination) continueAsNew(ctx workflow.Context) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
+	w.state.Runs++
 	next := w.in
-	next.State = &CarriedState{
-		Ledger:           w.ledger,
-		AnswerOrder:      w.answerOrder,
-		Usage:            w.usage,
-		RevoteRound:      w.revoteRound,
-		Revote:           w.revote,
-		RevoteTally:      w.revoteTally,
-		Launches:         w.launches,
-		InboxSeq:         w.inboxSeq,
-		StartedAt:        w.startedAt,
-		Deadline:         w.deadline,
-		Session:          w.session,
-		SearchAttributes: w.searchAttrs,
-		Runs:             w.runs + 1,
-		LastError:        w.lastErr,
-	}
-	workflow.GetLogger(ctx).Info("continuing as new", "steps", w.stepsDone, "launches", w.launches)
+	next.State = &w.state
+	workflow.GetLogger(ctx).Info("continuing as new", "steps", w.stepsDone, "launches", w.state.Launches)
 	return workflow.NewContinueAsNewError(ctx, contract.CoordinationName, next)
 }

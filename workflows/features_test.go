@@ -201,11 +201,11 @@ func TestContinueAsNew(t *testing.T) {
 // The Web UI details show the agents as a Markdown table.
 func TestDetailsMarkdown(t *testing.T) {
 	w := newCoordination(input(testConfig(a, b)))
-	w.ledger.Agents[0] = coord.Agent{ID: a, LatestStep: 2, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionVote,
+	w.state.Ledger.Agents[0] = coord.Agent{ID: a, LatestStep: 2, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionVote,
 		Vote: &coord.Vote{Voter: a, Target: b, SeenSteps: map[string]int{a: 1}, Step: 2}}
-	w.ledger.Agents[1] = coord.Agent{ID: b, LatestStep: 1, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionNewAnswer, Running: true}
+	w.state.Ledger.Agents[1] = coord.Agent{ID: b, LatestStep: 1, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionNewAnswer, Running: true}
 	w.running = []*stepRun{{agent: b, step: 2, mode: coord.ModeVoting}}
-	w.launches = 3
+	w.state.Launches = 3
 	md := w.markdown()
 	require.Contains(t, md, "**Phase:** coordinating")
 	require.Contains(t, md, "| agent | state | answers | vote | step |")

@@ -32,7 +32,7 @@ func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error)
 	}
 	if err != nil {
 		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(
-			"the final presentation by "+w.verdict.Winner+" failed; every answer stays stored in the session "+w.session,
+			"the final presentation by "+w.verdict.Winner+" failed; every answer stays stored in the session "+w.state.Session,
 			contract.ErrTypePresentFailed, err))
 	}
 	w.setPhase(ctx, coord.PhaseDone)
@@ -44,7 +44,7 @@ func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error)
 // (no model call). Without any answer the session fails.
 func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, error) {
 	w.stopAll()
-	winner, how, err := coord.TimeoutWinner(w.ledger, w.answerOrder)
+	winner, how, err := coord.TimeoutWinner(w.state.Ledger, w.state.AnswerOrder)
 	if err != nil {
 		w.verdict.Reason = err.Error()
 		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeNoAnswers, nil))
@@ -59,7 +59,7 @@ func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, 
 	if err != nil {
 		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(
 			"coordination timed out and "+winner+"'s stored answer could not be copied to final/; "+
-				"every answer stays stored in the session "+w.session, contract.ErrTypePresentFailed, err))
+				"every answer stays stored in the session "+w.state.Session, contract.ErrTypePresentFailed, err))
 	}
 	w.setPhase(ctx, coord.PhaseTimeout)
 	return w.result(pr), w.awaitHandlers(ctx)
@@ -88,9 +88,9 @@ func (w *coordination) fail(ctx workflow.Context, err error) error {
 
 // failure is the error of a session that ended without an answer.
 func (w *coordination) failure() error {
-	if coord.Alive(w.ledger) == 0 {
+	if coord.Alive(w.state.Ledger) == 0 {
 		return temporal.NewNonRetryableApplicationError(
-			"all agents failed: the last error was "+w.lastErr+"; fix its cause (model, key, config) and start again",
+			"all agents failed: the last error was "+w.state.LastError+"; fix its cause (model, key, config) and start again",
 			contract.ErrTypeAllAgentsFailed, w.lastCause)
 	}
 	return temporal.NewNonRetryableApplicationError(w.verdict.Reason, contract.ErrTypeNoAnswers, nil)
@@ -111,7 +111,7 @@ func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy stri
 			EvalCriteria: w.in.EvalCriteria,
 		}).Get(ctx, &pr)
 	if err == nil {
-		w.usage = addUsage(w.usage, pr.Usage)
+		w.state.Usage = addUsage(w.state.Usage, pr.Usage)
 	}
 	return pr, err
 }
@@ -124,9 +124,9 @@ func (w *coordination) result(pr contract.PresentResult) CoordinationResult {
 		Winner:      w.verdict.Winner,
 		FinalAnswer: answer,
 		Truncated:   pr.Truncated || cut,
-		Session:     w.session,
-		Votes:       coord.Tally(w.ledger),
-		Usage:       w.usage,
+		Session:     w.state.Session,
+		Votes:       coord.Tally(w.state.Ledger),
+		Usage:       w.state.Usage,
 	}
 	if pr.Key != "" {
 		r.Keys = []string{pr.Key}

@@ -30,8 +30,8 @@ func (w *coordination) validateHumanInput(_ workflow.Context, h HumanInput) erro
 // assigned before the write, so concurrent inputs keep their arrival order;
 // a failed write leaves a gap in the numbering, which readers tolerate.
 func (w *coordination) humanInput(ctx workflow.Context, h HumanInput) (int, error) {
-	w.inboxSeq++
-	seq := w.inboxSeq
+	w.state.InboxSeq++
+	seq := w.state.InboxSeq
 	err := workflow.ExecuteActivity(w.smallCtx(ctx, "human input "+strconv.Itoa(seq)), contract.NameWriteInbox,
 		contract.WriteInboxInput{
 			SessionID: w.in.SessionID,

@@ -81,8 +81,10 @@ func jsonKind(k reflect.Kind) string {
 }
 
 // CarriedState is everything a continued run needs that is not in the
-// session's storage. Continue-as-new waits for running steps first, so no
-// agent is running in Ledger.
+// session's storage. A run holds it as one value, updates it in place and
+// hands it to the next run as is, so no field can be forgotten on the way.
+// Continue-as-new waits for running steps first, so no agent is running in
+// Ledger.
 type CarriedState struct {
 	Ledger      coord.Ledger `json:"ledger"`
 	AnswerOrder []string     `json:"answer_order"`

@@ -84,11 +84,11 @@ func storageActivityCtx(ctx workflow.Context, summary string, timeout time.Durat
 
 // launchReady starts every step the schedule allows now.
 func (w *coordination) launchReady(ctx workflow.Context, sel workflow.Selector) {
-	plans := planLaunches(w.ledger, w.orch, w.revote, w.revoteTally)
-	if len(plans) > 0 || !coord.AnyRunning(w.ledger) {
+	plans := planLaunches(w.state.Ledger, w.orch, w.state.Revote, w.state.RevoteTally)
+	if len(plans) > 0 || !coord.AnyRunning(w.state.Ledger) {
 		// A re-vote launches all its agents at once (none runs at a split);
 		// those that cannot step (failed, out of steps) keep their vote.
-		w.revote = nil
+		w.state.Revote = nil
 	}
 	for _, p := range plans {
 		w.launch(ctx, sel, p)
@@ -102,11 +102,11 @@ func (w *coordination) launchReady(ctx workflow.Context, sel workflow.Selector) 
 // a retried activity, or a relaunch after a restart-cancel, rewrites the same
 // keys; Launch tells the relaunch apart.
 func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p launchPlan) {
-	a := w.ledger.Find(p.Agent)
+	a := w.state.Ledger.Find(p.Agent)
 	a.Running = true
-	w.launches++
-	r := &stepRun{agent: p.Agent, step: a.LatestStep + 1, launch: w.launches, mode: p.Mode,
-		answers: coord.TotalAnswers(w.ledger)}
+	w.state.Launches++
+	r := &stepRun{agent: p.Agent, step: a.LatestStep + 1, launch: w.state.Launches, mode: p.Mode,
+		answers: coord.TotalAnswers(w.state.Ledger)}
 	stepCtx, cancel := workflow.WithCancel(ctx)
 	r.cancel = cancel
 	stepCtx = workflow.WithActivityOptions(stepCtx, agentStepOptions(r.agent, r.step, w.in.StepHeartbeatSeconds))
@@ -134,7 +134,7 @@ func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Futur
 	if r.abandoned {
 		return // cancelled on purpose; the agent's state was handled then
 	}
-	a := w.ledger.Find(r.agent)
+	a := w.state.Ledger.Find(r.agent)
 	a.Running = false
 	if ctx.Err() != nil {
 		return // the workflow is cancelled: the step did not fail
@@ -142,7 +142,7 @@ func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Futur
 	w.changed = true
 	if err != nil {
 		a.Failed = true
-		w.lastErr = fmt.Sprintf("%s step %d: %v", r.agent, r.step, err)
+		w.state.LastError = fmt.Sprintf("%s step %d: %v", r.agent, r.step, err)
 		w.lastCause = err
 		workflow.GetLogger(ctx).Warn("agent failed; coordination goes on without it",
 			"agent", r.agent, "step", r.step, "error", err)
@@ -164,13 +164,13 @@ func (w *coordination) apply(a *coord.Agent, step int, res contract.AgentStepRes
 	case coord.ActionNewAnswer:
 		a.LatestAnswerStep = step
 		a.AnswerCount++
-		w.answerOrder = append(slices.DeleteFunc(w.answerOrder, func(id string) bool { return id == a.ID }), a.ID)
+		w.state.AnswerOrder = append(slices.DeleteFunc(w.state.AnswerOrder, func(id string) bool { return id == a.ID }), a.ID)
 	case coord.ActionVote:
 		a.Vote = &coord.Vote{Voter: a.ID, Target: res.Target, Reason: res.Reason, SeenSteps: res.SeenSteps, Step: step}
 	case coord.ActionStop:
 		a.Stop = &coord.Stop{Summary: res.Summary, Status: res.StopStatus, SeenSteps: res.SeenSteps, Step: step}
 	}
-	w.usage = addUsage(w.usage, res.Usage)
+	w.state.Usage = addUsage(w.state.Usage, res.Usage)
 }
 
 // restartPeers implements update_mode restart: a new answer cancels the
@@ -182,12 +182,12 @@ func (w *coordination) restartPeers(ctx workflow.Context, answerer string) {
 	if w.orch.UpdateMode != config.UpdateRestart || w.orch.DisableInjection {
 		return
 	}
-	total := coord.TotalAnswers(w.ledger)
+	total := coord.TotalAnswers(w.state.Ledger)
 	// abandon removes from w.running: walk a copy. (Walking w.running
 	// itself panicked unless the restarted step was the last one, so no
 	// recorded history depends on the old walk.)
 	for _, r := range slices.Clone(w.running) {
-		a := w.ledger.Find(r.agent)
+		a := w.state.Ledger.Find(r.agent)
 		if r.abandoned || r.agent == answerer || r.answers >= total || a.AnswerCount == 0 {
 			continue
 		}
@@ -201,7 +201,7 @@ func (w *coordination) restartPeers(ctx workflow.Context, answerer string) {
 func (w *coordination) abandon(r *stepRun) {
 	r.abandoned = true
 	r.cancel()
-	w.ledger.Find(r.agent).Running = false
+	w.state.Ledger.Find(r.agent).Running = false
 	w.running = slices.DeleteFunc(w.running, func(x *stepRun) bool { return x == r })
 }
 

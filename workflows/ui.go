@@ -15,8 +15,8 @@ import (
 // snapshot is the status query's answer and status.json: coord.Summarize
 // of the ledger under the verdict, plus usage.
 func (w *coordination) snapshot() coord.Status {
-	s := coord.Summarize(w.ledger, w.verdict, w.phase)
-	s.Usage = w.usage
+	s := coord.Summarize(w.state.Ledger, w.verdict, w.phase)
+	s.Usage = w.state.Usage
 	return s
 }
 
@@ -46,11 +46,11 @@ func (w *coordination) markdown() string {
 	if w.verdict.Winner != "" {
 		b.WriteString(" · **Winner:** `" + w.verdict.Winner + "` (" + w.verdict.Status + ")")
 	}
-	if w.revoteRound > 0 {
-		b.WriteString(" · **Re-votes:** " + strconv.Itoa(w.revoteRound))
+	if w.state.RevoteRound > 0 {
+		b.WriteString(" · **Re-votes:** " + strconv.Itoa(w.state.RevoteRound))
 	}
 	b.WriteString("\n\n| agent | state | answers | vote | step |\n|---|---|---|---|---|\n")
-	for _, a := range w.ledger.Agents {
+	for _, a := range w.state.Ledger.Agents {
 		state, step := string(coord.StateOf(a)), strconv.Itoa(a.LatestStep)
 		if r := w.runOf(a.ID); r != nil {
 			state = "running (" + string(r.mode) + ")"
@@ -59,14 +59,14 @@ func (w *coordination) markdown() string {
 		vote := "—"
 		if v := coord.CurrentVote(a); v != nil {
 			vote = "`" + v.Target + "`"
-			if coord.Stale(w.ledger, v) {
+			if coord.Stale(w.state.Ledger, v) {
 				vote += " (stale)"
 			}
 		}
 		b.WriteString(fmt.Sprintf("| `%s` | %s | %d | %s | %s |\n", a.ID, state, a.AnswerCount, vote, step))
 	}
 	b.WriteString(fmt.Sprintf("\n%d launches · %d input / %d output tokens · $%.4f\n",
-		w.launches, w.usage.InputTokens, w.usage.OutputTokens, w.usage.CostUSD))
+		w.state.Launches, w.state.Usage.InputTokens, w.state.Usage.OutputTokens, w.state.Usage.CostUSD))
 	return b.String()
 }
 
@@ -99,7 +99,7 @@ func (w *coordination) searchAttributesAvailable(ctx workflow.Context, f workflo
 // upsertSearchAttributes sets ConclavePhase and ConclaveWinner when they
 // changed (each upsert is a history event).
 func (w *coordination) upsertSearchAttributes(ctx workflow.Context) {
-	if !w.searchAttrs {
+	if !w.state.SearchAttributes {
 		return
 	}
 	var updates []temporal.SearchAttributeUpdate
