@@ -11,7 +11,7 @@ type Limits struct {
 	// MaxNewAnswersGlobal caps the answers of all agents together.
 	MaxNewAnswersGlobal *int `json:"max_new_answers_global,omitempty"`
 	// FairnessLeadCap is the most answers an agent may be ahead of the slowest
-	// alive peer (fairness_lead_cap_answers); see FairnessLead.
+	// alive peer (fairness_lead_cap_answers); a first answer is never held back.
 	FairnessLeadCap *int `json:"fairness_lead_cap_answers,omitempty"`
 	// MaxStepsPerAgent is a hard guard against runaway agents; 0 = unlimited.
 	MaxStepsPerAgent int `json:"max_steps_per_agent,omitempty"`
@@ -47,13 +47,6 @@ func CanAnswer(l Ledger, agent string, lim Limits) (ok bool, reason string) {
 		return false, r
 	}
 	return true, ""
-}
-
-// VoteOnly reports whether the agent must vote (or stop) instead of answering,
-// i.e. the round engine should not offer it new_answer.
-func VoteOnly(l Ledger, agent string, lim Limits) bool {
-	ok, _ := CanAnswer(l, agent, lim)
-	return !ok
 }
 
 // StepsExhausted reports whether the agent has used up max_steps_per_agent,

@@ -51,9 +51,6 @@ type State struct {
 	// cannot act on). Reason says the same in words for max_steps and error.
 	Outcome string `json:"outcome,omitempty"`
 	Reason  string `json:"reason,omitempty"`
-	// Pending is the jump or call the model asked for during the current
-	// step (RequestJump, RequestCall); the next Advance performs it.
-	Pending *Request `json:"pending,omitempty"`
 	// Resume holds the messages the current step starts from when it is a
 	// caller coming back from a call; nil starts the step fresh.
 	Resume []chat.Message `json:"resume,omitempty"`
@@ -92,9 +89,6 @@ func Advance(g Graph, s State, r Result) (State, error) {
 		return s, fmt.Errorf("current step %q is not in the pipeline", s.Current)
 	}
 	next := State{Current: s.Current, Stack: append([]Frame(nil), s.Stack...), Seq: s.Seq + 1}
-	if r.Request == nil {
-		r.Request = s.Pending
-	}
 	if r.Request != nil && (r.Status == Completed || r.Status == CallPending) {
 		if !g.Allowed(step.Name, r.Request.Target) {
 			return s, fmt.Errorf("step %q may not %s to %q", step.Name, r.Request.Kind, r.Request.Target)
