@@ -133,7 +133,7 @@ func TestStartTemporalMissingBinary(t *testing.T) {
 		StartTemporal(f)
 	})
 	wg.Wait()
-	if !strings.Contains(f.msg, "Temporal CLI binary not found at "+missing) || !strings.Contains(f.msg, "run `make tools`") {
+	if !strings.Contains(f.msg, "Temporal CLI was not found at "+missing) || !strings.Contains(f.msg, "run `make tools`") {
 		t.Fatalf("message %q does not say what is missing and how to fix it", f.msg)
 	}
 }

@@ -33,13 +33,20 @@ func TestModuleRoot(t *testing.T) {
 // fatalTB records Fatalf instead of failing the real test.
 type fatalTB struct {
 	testing.TB
-	msg string
+	msg     string
+	skipped bool
 }
 
 func (f *fatalTB) Helper() {}
 func (f *fatalTB) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	panic(f)
+}
+
+// Skipf records a skip the same way; skipped tells it from a failure.
+func (f *fatalTB) Skipf(format string, args ...any) {
+	f.skipped = true
+	f.Fatalf(format, args...)
 }
 
 func TestFindBinaryMissing(t *testing.T) {
@@ -51,8 +58,24 @@ func TestFindBinaryMissing(t *testing.T) {
 		FindBinary(f, "MinIO", "CONCLAVE_TEST_BIN", "nothing")
 	})
 	wg.Wait()
-	if !strings.Contains(f.msg, "MinIO binary not found at") || !strings.Contains(f.msg, "run `make tools`") {
-		t.Fatalf("message %q does not say what is missing and how to fix it", f.msg)
+	if f.skipped || !strings.Contains(f.msg, "MinIO was not found at") || !strings.Contains(f.msg, "run `make tools`") {
+		t.Fatalf("message %q (skipped: %v) does not fail with what is missing and how to fix it", f.msg, f.skipped)
+	}
+}
+
+// Without the variable, a tool that is not installed skips the test with
+// the fix, so `go test ./...` passes on a fresh checkout.
+func TestFindBinaryNotInstalledSkips(t *testing.T) {
+	t.Setenv("CONCLAVE_TEST_BIN", "")
+	f := &fatalTB{TB: t}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer func() { _ = recover() }()
+		FindBinary(f, "Nothing", "CONCLAVE_TEST_BIN", "conclave-no-such-tool")
+	})
+	wg.Wait()
+	if !f.skipped || !strings.Contains(f.msg, "Nothing not found: run `make test` (installs it into ./bin) or set CONCLAVE_TEST_BIN") {
+		t.Fatalf("message %q (skipped: %v) does not skip with the fix", f.msg, f.skipped)
 	}
 }
 
