@@ -93,6 +93,12 @@ func (a *Activities) AgentStep(ctx context.Context, in AgentStepInput) (AgentSte
 	if err != nil {
 		return AgentStepResult{}, err
 	}
+	mode := coord.Mode(in.Mode)
+	if mode != "" && !mode.Valid() {
+		return AgentStepResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("agent step mode %q is not one of %s, %s, %s (or empty to choose from the limits)",
+				in.Mode, coord.ModeVoting, coord.ModeVoteOnly, coord.ModeDecomposition), ErrTypeConfig, nil)
+	}
 	cfg, agent, model, err := a.prepare(in.Config, in.Agent)
 	if err != nil {
 		return AgentStepResult{}, err
@@ -104,8 +110,9 @@ func (a *Activities) AgentStep(ctx context.Context, in AgentStepInput) (AgentSte
 	// turn lets them stop at their next safe point.
 	hb.everyTurn = o.UpdateMode == config.UpdateRestart && !o.DisableInjection
 	res, err := step.Run(ctx, step.Options{
-		Store: st, Config: cfg, Agent: agent.ID, Task: in.Task, EvalCriteria: nonNil(in.EvalCriteria),
-		Step: in.Step, Mode: round.Mode(in.Mode), Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Model: model,
+		// Never nil: the workflow's criteria are the step's, none included.
+		Store: st, Config: cfg, Agent: agent.ID, Task: in.Task, EvalCriteria: append([]string{}, in.EvalCriteria...),
+		Step: in.Step, Mode: mode, Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Model: model,
 		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
 		OnCheckpoint: hb.turns, Now: a.now,
 	})
@@ -142,7 +149,7 @@ func (a *Activities) Present(ctx context.Context, in PresentInput) (PresentResul
 		return PresentResult{}, classify(err)
 	}
 	text, truncated := Truncate(final.Answer, MaxFinalAnswerBytes)
-	return PresentResult{Presenter: in.Presenter, Answer: text, Truncated: truncated, Key: step.FinalAnswerKey, Usage: coord.Usage(usage)}, nil
+	return PresentResult{Presenter: in.Presenter, Answer: text, Truncated: truncated, Key: session.FinalAnswerKey, Usage: coord.Usage(usage)}, nil
 }
 
 // WriteStatus stores status.json, the snapshot people and scripts read.
@@ -160,7 +167,7 @@ func (a *Activities) WriteInbox(ctx context.Context, in WriteInboxInput) error {
 	if err != nil {
 		return err
 	}
-	return session.WriteJSON(ctx, st, session.InboxKey(in.Seq), step.InboxMessage{Seq: in.Seq, Text: in.Text, At: in.At})
+	return session.WriteJSON(ctx, st, session.InboxKey(in.Seq), session.InboxMessage{Seq: in.Seq, Text: in.Text, At: in.At})
 }
 
 // Search attributes the workflow upserts when the namespace has them.
@@ -210,7 +217,7 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &enf) || errors.As(err, &turns):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeEnforcement, err)
-	case errors.Is(err, step.ErrBadInput):
+	case errors.Is(err, step.ErrBadInput) || errors.Is(err, step.ErrDamaged):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfig, err)
 	case errors.As(err, &me) && !me.Retryable:
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModel, err)
@@ -240,11 +247,4 @@ func Truncate(s string, n int) (string, bool) {
 		n--
 	}
 	return s[:n], true
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

@@ -1,12 +1,11 @@
 package activities
 
 import (
-	"fmt"
-
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/pipeline"
+	"github.com/conclave-ai/conclave/engine/session"
 )
 
 // Activity names of pipeline runs.
@@ -18,19 +17,13 @@ const (
 	NameAdoptSession        = "AdoptSession"
 )
 
-// Storage keys of a pipeline run, relative to <run_id>/.
-const (
-	PipelineDefKey    = "pipeline.json"
-	PipelineResultKey = "result.json"
-	PipelineContext   = "context.md"
-)
+// PipelineResultKey is session.PipelineResultKey, for workflow tests that
+// read result.json.
+const PipelineResultKey = session.PipelineResultKey
 
-// StepFolder is where step seq of a run keeps its files:
-// steps/<seq>-<name>/ with trace.json, output.json, messages.json (a call's
-// saved messages) and workspace/ (the shared files after the step).
-func StepFolder(seq int, name string) string {
-	return fmt.Sprintf("steps/%03d-%s", seq, name)
-}
+// StepFolder is session.StepFolder, for workflow code, which names the
+// folder of a coordination step before it runs.
+func StepFolder(seq int, name string) string { return session.StepFolder(seq, name) }
 
 // MaxSummaryBytes bounds a step's summary in workflow history; the whole
 // summary is in the step's output.json.

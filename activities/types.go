@@ -21,11 +21,12 @@ const (
 	NameSearchAttrsSet = "SearchAttributesAvailable"
 )
 
-// Step modes of AgentStepInput.Mode (the round engine's modes).
+// Step modes of AgentStepInput.Mode, coord.Mode's values as the workflow
+// spells them.
 const (
-	ModeVoting        = "voting"
-	ModeVoteOnly      = "vote_only"
-	ModeDecomposition = "decomposition"
+	ModeVoting        = string(coord.ModeVoting)
+	ModeVoteOnly      = string(coord.ModeVoteOnly)
+	ModeDecomposition = string(coord.ModeDecomposition)
 )
 
 // PreviewChars bounds answer previews kept in workflow history.

@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/internal/llmtest"
@@ -279,7 +280,7 @@ func (l *checkpointLog) completed(t *testing.T) map[string][]completedCall {
 	defer l.mu.Unlock()
 	out := map[string][]completedCall{}
 	for _, s := range l.stored {
-		tr, err := round.ParseTranscript(s.body)
+		tr, err := agent.ParseTranscript[round.State](s.body)
 		require.NoError(t, err, "stored checkpoint %s", s.path)
 		agent := "" // final/trace.jsonl: the presentation
 		if parts := strings.Split(s.path, "/"); slices.Contains(parts, "agents") {

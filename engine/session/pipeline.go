@@ -1,0 +1,35 @@
+package session
+
+import "fmt"
+
+// Keys of a pipeline run, relative to <run_id>/. A run shares the session's
+// store and its conventions: JSON written by WriteJSON, workspaces as folders.
+const (
+	PipelineDefKey     = "pipeline.json" // the definition and input the run was started with
+	PipelineResultKey  = "result.json"   // seed 004's result, rewritten after every step
+	PipelineContextKey = "context.md"    // the project context every step is given, summarised once
+)
+
+// StepFolder is where step seq of a pipeline run keeps its files,
+// steps/<seq>-<name>, without a trailing slash: the keys below, plus
+// workspace/ with the files shared by all steps as the step left them. The
+// workflow assigns seq, so a retried step finds its own folder again.
+func StepFolder(seq int, name string) string {
+	return fmt.Sprintf("steps/%03d-%s", seq, name)
+}
+
+// StepTraceKey is a pipeline step's transcript and checkpoint, in the same
+// trace.jsonl format as an agent step's. Folders written before that format
+// hold trace.json instead, which is never read: such a step starts fresh.
+func StepTraceKey(folder string) string { return folder + "/" + traceFile }
+
+// StepOutputKey is a pipeline step's output.json: its result in full.
+func StepOutputKey(folder string) string { return folder + "/output.json" }
+
+// StepMessagesKey holds the messages of a step that called another, for the
+// caller's return; they stay out of workflow history.
+func StepMessagesKey(folder string) string { return folder + "/messages.json" }
+
+// StepWorkspacePrefix is the folder of the files a pipeline step left,
+// with a trailing slash.
+func StepWorkspacePrefix(folder string) string { return folder + "/" + workspaceDir + "/" }
