@@ -1,8 +1,10 @@
-// Package step runs one agent step against a stored session: load the
-// snapshot, show every answer anonymized, run the round engine with a
-// storage-backed inbox and checkpoint, and save the action. `conclave step`
-// and the AgentStep activity both call it, so step mode and Temporal store
-// exactly the same files.
+// Package step runs the agent-step engine (engine/agent) against storage:
+// an agent step of a session (load the snapshot, show every answer
+// anonymized, run the coordination policy with a storage-backed inbox and
+// checkpoint, save the action), the final presentation, and a pipeline
+// step (its workspace, checkpoint and call messages in its run folder).
+// `conclave step` and the activities call it, so step mode and Temporal
+// store exactly the same files.
 package step
 
 import (
