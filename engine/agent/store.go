@@ -2,9 +2,9 @@ package agent
 
 import "context"
 
-// Store is where checkpoints live; a storage.Store is one.
+// Store is where checkpoints are written; a storage.Store is one. Reading
+// one back is the caller's, which decides what a damaged one means.
 type Store interface {
-	Get(ctx context.Context, key string) ([]byte, error)
 	Put(ctx context.Context, key string, data []byte) error
 }
 
