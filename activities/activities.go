@@ -88,6 +88,12 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 	if err != nil {
 		return contract.AgentStepResult{}, err
 	}
+	mode := coord.Mode(in.Mode)
+	if mode != "" && !mode.Valid() {
+		return contract.AgentStepResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("agent step mode %q is not one of %s, %s, %s (or empty to choose from the limits)",
+				in.Mode, coord.ModeVoting, coord.ModeVoteOnly, coord.ModeDecomposition), contract.ErrTypeConfig, nil)
+	}
 	cfg, agent, model, err := a.prepare(in.Config, in.Agent)
 	if err != nil {
 		return contract.AgentStepResult{}, err
@@ -99,8 +105,9 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 	// turn lets them stop at their next safe point.
 	hb.everyTurn = o.UpdateMode == config.UpdateRestart && !o.DisableInjection
 	res, err := step.Run(ctx, step.Options{
-		Store: st, Config: cfg, Agent: agent.ID, Task: in.Task, EvalCriteria: nonNil(in.EvalCriteria),
-		Step: in.Step, Mode: round.Mode(in.Mode), Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Model: model,
+		// Never nil: the workflow's criteria are the step's, none included.
+		Store: st, Config: cfg, Agent: agent.ID, Task: in.Task, EvalCriteria: append([]string{}, in.EvalCriteria...),
+		Step: in.Step, Mode: mode, Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Model: model,
 		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
 		OnCheckpoint: hb.turns, Now: a.now,
 	})
@@ -137,7 +144,7 @@ func (a *Activities) Present(ctx context.Context, in contract.PresentInput) (con
 		return contract.PresentResult{}, classify(err)
 	}
 	text, truncated := contract.Truncate(final.Answer, contract.MaxFinalAnswerBytes)
-	return contract.PresentResult{Presenter: in.Presenter, Answer: text, Truncated: truncated, Key: step.FinalAnswerKey, Usage: coord.Usage(usage)}, nil
+	return contract.PresentResult{Presenter: in.Presenter, Answer: text, Truncated: truncated, Key: session.FinalAnswerKey, Usage: coord.Usage(usage)}, nil
 }
 
 // WriteStatus stores status.json, the snapshot people and scripts read.
@@ -155,7 +162,7 @@ func (a *Activities) WriteInbox(ctx context.Context, in contract.WriteInboxInput
 	if err != nil {
 		return err
 	}
-	return session.WriteJSON(ctx, st, session.InboxKey(in.Seq), step.InboxMessage{Seq: in.Seq, Text: in.Text, At: in.At})
+	return session.WriteJSON(ctx, st, session.InboxKey(in.Seq), session.InboxMessage{Seq: in.Seq, Text: in.Text, At: in.At})
 }
 
 // SearchAttributesAvailable tells the workflow whether it may upsert
@@ -199,7 +206,7 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &enf) || errors.As(err, &turns):
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeEnforcement, err)
-	case errors.Is(err, step.ErrBadInput):
+	case errors.Is(err, step.ErrBadInput) || errors.Is(err, step.ErrDamaged):
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
 	case errors.As(err, &me) && !me.Retryable:
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeModel, err)
@@ -208,11 +215,4 @@ func classify(err error) error {
 			temporal.ApplicationErrorOptions{NextRetryDelay: me.RetryAfter, Cause: err})
 	}
 	return err // storage and network trouble: retried by policy
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

@@ -109,6 +109,13 @@ func TestBadSessionAndConfig(t *testing.T) {
 	bad.Agents[0].ID = "Not Valid"
 	_, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s", Agent: "agent_b", Step: 1, Task: "t", Config: bad})
 	require.ErrorContains(t, err, "invalid config")
+
+	_, err = env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s", Agent: "agent_a", Step: 1, Task: "t", Config: cfg, Mode: "answer_only"})
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr))
+	require.Equal(t, contract.ErrTypeConfig, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	require.ErrorContains(t, err, `mode "answer_only"`)
 }
 
 func TestWinnerReusePresentNeedsNoModel(t *testing.T) {

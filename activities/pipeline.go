@@ -2,10 +2,7 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -18,6 +15,7 @@ import (
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/engine/pipeline/runner"
 	"github.com/conclave-ai/conclave/engine/session"
+	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/engine/storage"
 )
 
@@ -31,7 +29,7 @@ func (a *Activities) InitPipeline(ctx context.Context, in contract.InitPipelineI
 	if err != nil {
 		return contract.InitPipelineResult{}, err
 	}
-	if err := session.WriteJSON(ctx, st, PipelineDefKey, in); err != nil {
+	if err := session.WriteJSON(ctx, st, session.PipelineDefKey, in); err != nil {
 		return contract.InitPipelineResult{}, err
 	}
 	out := contract.InitPipelineResult{Location: st.Location()}
@@ -39,7 +37,7 @@ func (a *Activities) InitPipeline(ctx context.Context, in contract.InitPipelineI
 		return out, nil
 	}
 	// A retried init reuses the summary it already paid for.
-	if data, err := st.Get(ctx, PipelineContext); err == nil {
+	if data, err := st.Get(ctx, session.PipelineContextKey); err == nil {
 		out.Context = string(data)
 		return out, nil
 	}
@@ -58,7 +56,7 @@ func (a *Activities) InitPipeline(ctx context.Context, in contract.InitPipelineI
 	if err != nil {
 		return out, classify(err)
 	}
-	if err := st.Put(ctx, PipelineContext, []byte(summary)); err != nil {
+	if err := st.Put(ctx, session.PipelineContextKey, []byte(summary)); err != nil {
 		return out, err
 	}
 	out.Context, out.Usage = summary, coord.Usage(usage)
@@ -73,11 +71,11 @@ func (a *Activities) PipelineStep(ctx context.Context, in contract.PipelineStepI
 	if err != nil {
 		return contract.PipelineStepResult{}, err
 	}
-	step, ok := in.Graph.Step(in.Step)
+	def, ok := in.Graph.Step(in.Step)
 	if !ok || in.Seq <= 0 {
 		return contract.PipelineStepResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("step %q (seq %d) is not a step of the pipeline", in.Step, in.Seq), contract.ErrTypeConfig, nil)
 	}
-	backend := step.Backend
+	backend := def.Backend
 	if backend == nil {
 		backend = in.Backend
 	}
@@ -88,70 +86,38 @@ func (a *Activities) PipelineStep(ctx context.Context, in contract.PipelineStepI
 	if err != nil {
 		return contract.PipelineStepResult{}, err
 	}
-	folder := contract.StepFolder(in.Seq, in.Step)
-	dir, err := os.MkdirTemp("", "conclave-step-*")
-	if err != nil {
-		return contract.PipelineStepResult{}, err
-	}
-	defer os.RemoveAll(dir)
-	if in.From != "" {
-		if err := storage.GetDir(ctx, st, in.From+"/workspace/", dir); err != nil {
-			return contract.PipelineStepResult{}, fmt.Errorf("load the workspace of %s: %w", in.From, err)
-		}
-	}
-	started := a.now()
 	rin := runner.Input{
 		Graph: in.Graph, Step: in.Step, Title: in.Title, Task: in.Input, Context: in.Context,
-		Previous: in.Previous, Workspace: dir, Model: model, ModelName: backend.Model,
-		Temperature: backend.Temperature,
+		Previous: in.Previous, Model: model, ModelName: backend.Model, Temperature: backend.Temperature,
 	}
 	if backend.MaxTokens != nil {
 		n := int64(*backend.MaxTokens)
 		rin.MaxTokens = &n
 	}
-	if rin.Transcript, err = loadTrace(ctx, st, folder); err != nil {
-		return contract.PipelineStepResult{}, err
-	}
-	if rin.Transcript == nil && in.ResumeKey != "" {
-		var saved []llm.Message
-		if err := readJSON(ctx, st, in.ResumeKey, &saved); err != nil {
-			return contract.PipelineStepResult{}, fmt.Errorf("load the messages step %q saved for its call: %w", in.Step, err)
-		}
-		rin.Resume = append(saved, in.Resume...)
-	}
 	hb := a.heartbeat(ctx)
 	defer hb.stop()
-	rin.Checkpoint = func(ctx context.Context, t *runner.Transcript) error {
-		hb.turns(t.Turns)
-		return session.WriteJSON(ctx, st, folder+"/trace.json", t)
-	}
-	out, t, err := runner.Run(ctx, rin)
+	started := a.now()
+	ran, err := step.RunPipeline(ctx, step.PipelineOptions{
+		Store: st, Seq: in.Seq, Step: rin, From: in.From, ResumeKey: in.ResumeKey, Return: in.Resume,
+		OnCheckpoint: hb.turns,
+	})
 	if err != nil {
 		return contract.PipelineStepResult{}, classify(err)
 	}
+	out := ran.Outcome
 	res := contract.PipelineStepResult{
-		Seq: in.Seq, Step: in.Step, Folder: folder, Status: out.Status, Request: out.Request,
-		Error: out.Error, Usage: coord.Usage(out.Usage), Turns: out.Turns,
-		DurationMs: a.now().Sub(started).Milliseconds(),
+		Seq: in.Seq, Step: in.Step, Folder: ran.Folder, Status: out.Status, Request: out.Request,
+		MessagesKey: ran.MessagesKey, Evidence: ran.Evidence, Error: out.Error,
+		Usage: coord.Usage(out.Usage), Turns: out.Turns, DurationMs: a.now().Sub(started).Milliseconds(),
 	}
-	res.Summary, _ = contract.Truncate(out.Summary, contract.MaxSummaryBytes)
-	for _, p := range out.Evidence {
-		res.Evidence = append(res.Evidence, folder+"/workspace/"+strings.TrimPrefix(p, "./"))
-	}
-	if err := storage.PutDir(ctx, st, folder+"/workspace/", dir); err != nil {
-		return contract.PipelineStepResult{}, fmt.Errorf("store the workspace of step %q: %w", in.Step, err)
-	}
-	if out.Status == pipeline.CallPending {
-		res.MessagesKey = folder + "/messages.json"
-		if err := session.WriteJSON(ctx, st, res.MessagesKey, t.Messages); err != nil {
-			return contract.PipelineStepResult{}, err
-		}
-	}
+	// output.json is this result with the whole summary; history gets a
+	// bounded one.
 	full := res
 	full.Summary = out.Summary
-	if err := session.WriteJSON(ctx, st, folder+"/output.json", full); err != nil {
+	if err := session.WriteJSON(ctx, st, session.StepOutputKey(ran.Folder), full); err != nil {
 		return contract.PipelineStepResult{}, err
 	}
+	res.Summary, _ = contract.Truncate(out.Summary, contract.MaxSummaryBytes)
 	return res, nil
 }
 
@@ -167,9 +133,9 @@ func (a *Activities) PipelineReuse(ctx context.Context, in contract.PipelineReus
 		return contract.PipelineReuseResult{}, err
 	}
 	var prev contract.PipelineResult
-	if err := readJSON(ctx, old, PipelineResultKey, &prev); err != nil {
+	if err := session.ReadJSON(ctx, old, session.PipelineResultKey, &prev); err != nil {
 		return contract.PipelineReuseResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("run %s has no readable %s to resume from: %v", in.From, PipelineResultKey, err), contract.ErrTypeConfig, nil)
+			fmt.Sprintf("run %s has no readable %s to resume from: %v", in.From, session.PipelineResultKey, err), contract.ErrTypeConfig, nil)
 	}
 	var entries []contract.PipelineStepEntry
 	for _, e := range prev.Steps {
@@ -183,9 +149,9 @@ func (a *Activities) PipelineReuse(ctx context.Context, in contract.PipelineReus
 		if e.Seq != i+1 || (e.Status != pipeline.Completed && e.Status != pipeline.CallPending) {
 			break
 		}
-		folder := contract.StepFolder(e.Seq, e.Name)
+		folder := pipeline.StepFolder(e.Seq, e.Name)
 		var r contract.PipelineStepResult
-		if err := readJSON(ctx, old, folder+"/output.json", &r); err != nil {
+		if err := session.ReadJSON(ctx, old, session.StepOutputKey(folder), &r); err != nil {
 			break // a step whose output is gone runs again
 		}
 		if err := storage.CopyPrefix(ctx, a.Store, in.From+"/"+folder+"/", in.RunID+"/"+folder+"/"); err != nil {
@@ -210,24 +176,10 @@ func (a *Activities) AdoptSession(ctx context.Context, in contract.AdoptSessionI
 	if err != nil {
 		return err
 	}
-	dst := in.Folder + "/workspace/"
-	if in.From != "" {
-		if err := storage.CopyPrefix(ctx, st, in.From+"/workspace/", dst); err != nil {
-			return err
-		}
+	if err := step.AdoptFinal(ctx, st, sess, in.Folder, in.From); err != nil {
+		return fmt.Errorf("adopt session %s as %s: %w", in.Session, in.Folder, err)
 	}
-	dir, err := os.MkdirTemp("", "conclave-adopt-*")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	if err := storage.GetDir(ctx, sess, session.FinalPrefix+"workspace/", dir); err != nil {
-		return fmt.Errorf("read the final workspace of session %s: %w", in.Session, err)
-	}
-	if err := storage.PutDir(ctx, st, dst, dir); err != nil {
-		return err
-	}
-	return session.WriteJSON(ctx, st, in.Folder+"/output.json", in.Result)
+	return session.WriteJSON(ctx, st, session.StepOutputKey(in.Folder), in.Result)
 }
 
 // WritePipelineResult stores result.json, after every step.
@@ -236,7 +188,7 @@ func (a *Activities) WritePipelineResult(ctx context.Context, in contract.WriteP
 	if err != nil {
 		return err
 	}
-	return session.WriteJSON(ctx, st, PipelineResultKey, in.Result)
+	return session.WriteJSON(ctx, st, session.PipelineResultKey, in.Result)
 }
 
 // stepModel builds a pipeline step's model through the worker's factory,
@@ -249,31 +201,4 @@ func (a *Activities) stepModel(b *config.Backend) (llm.Model, error) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, nil)
 	}
 	return model, nil
-}
-
-func loadTrace(ctx context.Context, st storage.Store, folder string) (*runner.Transcript, error) {
-	data, err := st.Get(ctx, folder+"/trace.json")
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err // storage trouble: retried
-	}
-	var t runner.Transcript
-	if err := json.Unmarshal(data, &t); err != nil || len(t.Messages) == 0 {
-		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("the checkpoint %s/trace.json is damaged (%v); resuming from it would repeat paid calls, so the step stops", folder, err), contract.ErrTypeConfig, nil)
-	}
-	return &t, nil
-}
-
-func readJSON(ctx context.Context, st storage.Store, key string, v any) error {
-	data, err := st.Get(ctx, key)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s: %w", key, err)
-	}
-	return nil
 }

@@ -29,7 +29,7 @@ func TestPipelineStepResumesCheckpoint(t *testing.T) {
 	in := pipelineStepInput()
 	_, err := env.ExecuteActivity(acts.PipelineStep, in)
 	require.Error(t, err)
-	_, err = st.Get(context.Background(), "run-1/steps/001-build/trace.json")
+	_, err = st.Get(context.Background(), "run-1/steps/001-build/trace.jsonl")
 	require.NoError(t, err, "the first attempt checkpointed")
 
 	v, err := env.ExecuteActivity(acts.PipelineStep, in)
@@ -51,12 +51,28 @@ func TestPipelineStepResumesCheckpoint(t *testing.T) {
 
 func TestPipelineStepRefusesDamagedCheckpoint(t *testing.T) {
 	acts, env, _, st := setup(t, llmtest.Text("done"))
-	require.NoError(t, st.Put(context.Background(), "run-1/steps/001-build/trace.json", []byte("{not json")))
+	require.NoError(t, st.Put(context.Background(), "run-1/steps/001-build/trace.jsonl", []byte("{not json")))
 	_, err := env.ExecuteActivity(acts.PipelineStep, pipelineStepInput())
-	require.ErrorContains(t, err, "trace.json is damaged")
-	data, err := st.Get(context.Background(), "run-1/steps/001-build/trace.json")
+	require.ErrorContains(t, err, "trace.jsonl: the checkpoint is damaged")
+	data, err := st.Get(context.Background(), "run-1/steps/001-build/trace.jsonl")
 	require.NoError(t, err)
 	require.Equal(t, "{not json", string(data), "nothing stored is overwritten")
+}
+
+// A folder checkpointed before trace.jsonl holds trace.json, which is never
+// read: the step starts fresh and checkpoints in the current format.
+func TestPipelineStepIgnoresOldCheckpoint(t *testing.T) {
+	acts, env, _, st := setup(t, llmtest.Text("done"))
+	old := `{"messages":[{"role":"system","content":"s"},{"role":"assistant","content":"old"}],"turns":1,"final":{"status":"failed"}}`
+	require.NoError(t, st.Put(context.Background(), "run-1/steps/001-build/trace.json", []byte(old)))
+	v, err := env.ExecuteActivity(acts.PipelineStep, pipelineStepInput())
+	require.NoError(t, err)
+	var res contract.PipelineStepResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, pipeline.Completed, res.Status)
+	require.Equal(t, "done", res.Summary, "the old checkpoint's failure is not returned")
+	_, err = st.Get(context.Background(), "run-1/steps/001-build/trace.jsonl")
+	require.NoError(t, err)
 }
 
 func TestPipelineStepRejectsBadRunID(t *testing.T) {

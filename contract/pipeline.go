@@ -1,21 +1,11 @@
 package contract
 
 import (
-	"fmt"
-
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm/chat"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 )
-
-// StepFolder is where step seq of a pipeline run keeps its files,
-// relative to the run: steps/<seq>-<name>/. The workflow names the folder
-// (a coordination step's AdoptSession input) and the activities write it,
-// so both build it here.
-func StepFolder(seq int, name string) string {
-	return fmt.Sprintf("steps/%03d-%s", seq, name)
-}
 
 // PipelineDefinition is what a pipeline run runs; config holds no secrets.
 type PipelineDefinition struct {

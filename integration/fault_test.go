@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/round"
@@ -281,7 +282,7 @@ func (l *checkpointLog) completed(t *testing.T) map[string][]completedCall {
 	defer l.mu.Unlock()
 	out := map[string][]completedCall{}
 	for _, s := range l.stored {
-		tr, err := round.ParseTranscript(s.body)
+		tr, err := agent.ParseTranscript[round.State](s.body)
 		require.NoError(t, err, "stored checkpoint %s", s.path)
 		agent := "" // final/trace.jsonl: the presentation
 		if parts := strings.Split(s.path, "/"); slices.Contains(parts, "agents") {

@@ -15,7 +15,7 @@ import (
 // Its final answer is the step's result; its final workspace joins the
 // run's shared files.
 func (p *pipelineRun) coordinate(ctx workflow.Context, step pipeline.Step, seq int) (contract.PipelineStepResult, error) {
-	folder := contract.StepFolder(seq, step.Name)
+	folder := pipeline.StepFolder(seq, step.Name)
 	sessionID := fmt.Sprintf("%s.%03d-%s", p.runID, seq, step.Name)
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:    sessionID,

@@ -16,6 +16,7 @@ import (
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/pipeline"
+	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/pipelinetest"
@@ -69,7 +70,7 @@ func (h *pipelineHarness) run(id string, in PipelineInput) (contract.PipelineRes
 
 func (h *pipelineHarness) stored(runID string) contract.PipelineResult {
 	h.t.Helper()
-	data, err := h.store.Get(context.Background(), runID+"/"+activities.PipelineResultKey)
+	data, err := h.store.Get(context.Background(), runID+"/"+session.PipelineResultKey)
 	require.NoError(h.t, err)
 	var r contract.PipelineResult
 	require.NoError(h.t, json.Unmarshal(data, &r))

@@ -89,6 +89,14 @@ func WorkspacePrefix(agent string, step int) string {
 // LastActionKey is the per-agent last_action.json, overwritten every step.
 func LastActionKey(agent string) string { return AgentPrefix(agent) + lastActionFile }
 
+// Keys of the final answer, written by the presentation.
+const (
+	FinalAnswerKey       = FinalPrefix + "answer.json"
+	FinalMarkdownKey     = FinalPrefix + "answer.md"
+	FinalWorkspacePrefix = FinalPrefix + workspaceDir + "/"
+	FinalTraceKey        = FinalPrefix + traceFile // the presenter's transcript and checkpoint
+)
+
 // InboxKey names the n-th runtime human input (1-based, arrival order).
 func InboxKey(n int) string { return fmt.Sprintf("%s%03d.json", InboxPrefix, n) }
 
