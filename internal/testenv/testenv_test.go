@@ -49,15 +49,22 @@ func (f *fatalTB) Skipf(format string, args ...any) {
 	f.Fatalf(format, args...)
 }
 
-func TestFindBinaryMissing(t *testing.T) {
-	t.Setenv("CONCLAVE_TEST_BIN", filepath.Join(t.TempDir(), "nothing"))
+// ending runs fn with a fatalTB in a goroutine of its own, as testing
+// does, and returns how fn ended the test.
+func ending(t *testing.T, fn func(testing.TB)) *fatalTB {
 	f := &fatalTB{TB: t}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer func() { _ = recover() }()
-		FindBinary(f, "MinIO", "CONCLAVE_TEST_BIN", "nothing")
+		fn(f)
 	})
 	wg.Wait()
+	return f
+}
+
+func TestFindBinaryMissing(t *testing.T) {
+	t.Setenv("CONCLAVE_TEST_BIN", filepath.Join(t.TempDir(), "nothing"))
+	f := ending(t, func(tb testing.TB) { FindBinary(tb, "MinIO", "CONCLAVE_TEST_BIN", "nothing") })
 	if f.skipped || !strings.Contains(f.msg, "MinIO was not found at") || !strings.Contains(f.msg, "run `make tools`") {
 		t.Fatalf("message %q (skipped: %v) does not fail with what is missing and how to fix it", f.msg, f.skipped)
 	}
@@ -67,13 +74,7 @@ func TestFindBinaryMissing(t *testing.T) {
 // the fix, so `go test ./...` passes on a fresh checkout.
 func TestFindBinaryNotInstalledSkips(t *testing.T) {
 	t.Setenv("CONCLAVE_TEST_BIN", "")
-	f := &fatalTB{TB: t}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer func() { _ = recover() }()
-		FindBinary(f, "Nothing", "CONCLAVE_TEST_BIN", "conclave-no-such-tool")
-	})
-	wg.Wait()
+	f := ending(t, func(tb testing.TB) { FindBinary(tb, "Nothing", "CONCLAVE_TEST_BIN", "conclave-no-such-tool") })
 	if !f.skipped || !strings.Contains(f.msg, "Nothing not found: run `make test` (installs it into ./bin) or set CONCLAVE_TEST_BIN") {
 		t.Fatalf("message %q (skipped: %v) does not skip with the fix", f.msg, f.skipped)
 	}
