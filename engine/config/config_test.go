@@ -167,6 +167,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("agents: [&x {id: a, backend: {model: m}}, *x]\norchestrator: {max_steps_per_agent: \"x\"}"))
 	f.Add([]byte("prices: {a: {input: .nan}}\nagents: []\n---\n"))
 	f.Add([]byte("{{{"))
+	f.Add([]byte("agent: {id: Q.1, backend: {type: vllm, model: m, top_k: 2, extra_body: {a: [1]}, cwd: x}}\nui: {display_type: simple}\ntimeout_settings: {orchestrator_timeout_seconds: 9.5}\norchestrator: {presenter_agent: Q.1, coordination: {update_mode: restart, skip_voting: true}}\n"))
 	f.Add([]byte("agents: &a [*a]\n"))
 	f.Add([]byte("agent: {id: a, backend: {model: m}}\norchestrator: {<<: {scheduling: rounds}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

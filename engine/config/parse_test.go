@@ -205,7 +205,14 @@ func TestParseBad(t *testing.T) {
 		{"temperature out of range", "agents:\n  - id: a\n    backend: {model: m, temperature: 2.5}\n", []string{"config.yaml:3: agents[0].backend.temperature: 2.5 is out of range; use a number from 0 to 2"}, ""},
 		{"temperature NaN", "agents:\n  - id: a\n    backend: {model: m, temperature: .nan}\n", []string{"agents[0].backend.temperature: NaN is out of range"}, ""},
 		{"max_tokens zero", "agent: {id: a, backend: {model: m, max_tokens: 0}}\n", []string{"agent.backend.max_tokens: 0 is not allowed"}, ""},
-		{"backend type", "agents:\n  - id: a\n    backend: {type: anthropic, model: m}\n", []string{`config.yaml:3: agents[0].backend.type: unsupported backend type "anthropic"; the only type is "openai"`}, ""},
+		{"backend type", "agents:\n  - id: a\n    backend: {type: anthropic, model: m}\n", []string{`config.yaml:3: agents[0].backend.type: unsupported backend type "anthropic"; use one of: openai, azure_openai, claude`, `(chatcompletion reaches any OpenAI-compatible endpoint`}, ""},
+		{"refused backend type", "agents:\n  - id: a\n    backend: {type: claude_code, model: sonnet, cwd: ws}\n", []string{`config.yaml:3: agents[0].backend.type: backend type "claude_code" is not supported: it runs the Claude Code agent SDK`, "Use type: claude"}, ""},
+		{"chatcompletion needs base_url", "agents:\n  - id: a\n    backend: {type: chatcompletion, model: m}\n", []string{"config.yaml:3: agents[0].backend.base_url: required for type chatcompletion"}, ""},
+		{"unknown key in coordination", agentA + "orchestrator:\n  coordination:\n    update_mod: restart\n", []string{`config.yaml:7: unknown key "update_mod" in orchestrator.coordination (did you mean "update_mode"?)`}, ""},
+		{"flat and nested both", agentA + "orchestrator:\n  update_mode: inject\n  coordination:\n    update_mode: restart\n", []string{"config.yaml:8: orchestrator.coordination.update_mode: update_mode is also set at line 6 (orchestrator.update_mode); keep one"}, ""},
+		{"unknown key in timeout_settings", agentA + "timeout_settings:\n  orchestrator_timeout_second: 5\n", []string{`config.yaml:6: unknown key "orchestrator_timeout_second" in timeout_settings (did you mean "orchestrator_timeout_seconds"?)`}, ""},
+		{"unknown and bad value together", "agents:\n  - id: a\n    backend: {model: m, temperature: 9, colour: red}\n", []string{`unknown key "colour"`, "temperature: 9 is out of range"}, ""},
+		{"extra_body reserved", "agents:\n  - id: a\n    backend: {model: m, extra_body: {model: x}}\n", []string{"agents[0].backend.extra_body.model: Conclave sets this request field itself"}, ""},
 		{"model missing", "agents:\n  - id: a\n    backend:\n      type: openai\n", []string{"config.yaml:3: agents[0].backend.model: required"}, ""},
 		{"winner_reuse in decomposition", agentA + "orchestrator: {coordination_mode: decomposition, final_answer_strategy: winner_reuse}\n", []string{"orchestrator.final_answer_strategy: winner_reuse cannot be used with coordination_mode: decomposition"}, ""},
 		{"subtask in voting mode", "agents:\n  - id: a\n    backend: {model: m}\n    subtask: the UI\n", []string{"config.yaml:4: agents[0].subtask: subtasks are only used with coordination_mode: decomposition"}, ""},
@@ -220,8 +227,10 @@ func TestParseBad(t *testing.T) {
 		{"empty", "# nothing here\n", []string{"config.yaml: the config is empty"}, ""},
 		{"two documents", agentA + "---\nagents: []\n", []string{"only one YAML document is allowed"}, ""},
 		{"duplicate key", agentA + "orchestrator: {}\norchestrator: {}\n", []string{`config.yaml:6: mapping key "orchestrator" already defined at line 5`}, ""},
-		{"several problems at once", "agents:\n  - id: A\n    backend: {model: \"\"}\n  - id: A\n    backend: {model: m, temperature: 9}\n",
-			[]string{`agents[0].id: "A" is not a valid id`, "agents[0].backend.model: required", "agents[1].backend.temperature: 9 is out of range", `agents[1].id: "A" is already the id`}, ""},
+		{"several problems at once", "agents:\n  - id: .A\n    backend: {model: \"\"}\n  - id: .A\n    backend: {model: m, temperature: 9}\n",
+			[]string{`agents[0].id: ".A" is not a valid id`, "agents[0].backend.model: required", "agents[1].backend.temperature: 9 is out of range", `agents[1].id: ".A" is already the id`}, ""},
+		{"ids differing in case", "agents:\n  - id: Qwen\n    backend: {model: m}\n  - id: qwen\n    backend: {model: m}\n",
+			[]string{`config.yaml:4: agents[1].id: "qwen" differs from agents[0]'s "Qwen" only in case`}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
