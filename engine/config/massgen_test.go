@@ -161,3 +161,22 @@ func TestMassGenWarningText(t *testing.T) {
 	assert.Contains(t, text, "c.yaml:6: warning: agent.backend.enable_web_search: ignored: provider-side tools are not enabled")
 	assert.Contains(t, text, "c.yaml:7: warning: agent.backend.text: Google Gemini (OpenAI compatibility) does not take verbosity; it is not sent")
 }
+
+func TestKeyRequired(t *testing.T) {
+	tests := []struct {
+		b    Backend
+		want bool
+	}{
+		{Backend{Type: "gemini"}, true},
+		{Backend{Type: "claude", BaseURL: "http://127.0.0.1:4000/v1"}, false},
+		{Backend{Type: "openai", BaseURL: "http://localhost:11434/v1"}, false},
+		{Backend{Type: "azure_openai", BaseURL: "https://r.openai.azure.com/"}, true},
+		{Backend{Type: "chatcompletion", BaseURL: "https://api.groq.com/openai/v1"}, true},
+		{Backend{Type: "vllm"}, false},
+	}
+	for _, tt := range tests {
+		b := tt.b
+		b.applyDefaults()
+		assert.Equal(t, tt.want, b.KeyRequired(), "%+v", b)
+	}
+}

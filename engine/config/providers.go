@@ -92,6 +92,7 @@ var hostKeyEnvs = []struct{ host, env string }{
 	{"poe.com", "POE_API_KEY"},
 	{"aliyuncs.com", "QWEN_API_KEY"},
 	{"api.openai.com", "OPENAI_API_KEY"},
+	{"openai.azure.com", "AZURE_OPENAI_API_KEY"},
 	{"api.anthropic.com", "ANTHROPIC_API_KEY"},
 	{"googleapis.com", "GEMINI_API_KEY"},
 	{"api.x.ai", "XAI_API_KEY"},
@@ -117,7 +118,9 @@ func (b Backend) KeyRequired() bool {
 	if !ok || b.APIKeyEnv == "" {
 		return false
 	}
-	if p.Type == "chatcompletion" {
+	// Pointed elsewhere (a proxy, a local server, a test double), the
+	// endpoint decides; a known service's host still needs its key.
+	if b.BaseURL != "" && b.BaseURL != p.BaseURL {
 		return keyEnvForHost(b.BaseURL) != ""
 	}
 	return p.KeyRequired
