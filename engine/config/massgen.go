@@ -49,7 +49,7 @@ const (
 	whyTool      = "provider-side tools are not enabled: the agent runs with Conclave's workspace tools only"
 	whyMCP       = "MCP servers are not started: the agent runs with Conclave's workspace tools only"
 	whyRound     = "Conclave has no per-round timeout: a step ends with its action, and max_steps_per_agent and orchestrator_timeout_seconds bound the run"
-	whyFeature   = "this MassGen feature is not implemented in Conclave and is ignored"
+	whyFeature   = "this MassGen feature is not implemented in Conclave"
 	whyToolList  = "filters MCP and built-in tools, which Conclave does not offer"
 	whyShell     = "there is no command-line execution tool in Conclave"
 	whyClaudeSDK = "a Claude Code SDK setting; it has no effect on the chat API"

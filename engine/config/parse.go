@@ -114,6 +114,7 @@ func ParseWithWarnings(data []byte, source string) (*Config, []Warning, error) {
 	}
 	cfg := &doc.Config
 	mg.apply(cfg, &p, idx)
+	slices.SortStableFunc(mg.warnings, func(a, b Warning) int { return a.Line - b.Line })
 	cfg.ApplyDefaults()
 	// Values are checked even when keys were wrong, so one pass shows every
 	// problem; a setting that failed to decode is not reported twice.

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/workflows"
+)
+
+// massgenAlias makes `conclave --config x.yaml "question"` run a session, as
+// `massgen --config x.yaml "question"` does: arguments that start with a
+// flag and name a config are `run`'s.
+func massgenAlias(args []string) []string {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return args
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--config" || strings.HasPrefix(a, "--config=") {
+			return append([]string{"run"}, args...)
+		}
+	}
+	return args
+}
+
+// checkConfig reports the config's warnings before a session starts; with
+// strict, a warning stops it. Notes (display settings and the like) are
+// shown by `conclave validate` only.
+func checkConfig(path string, strict, automation bool, stderr io.Writer) error {
+	_, warnings, err := config.LoadWithWarnings(path)
+	if err != nil {
+		return err
+	}
+	var serious []string
+	for _, w := range warnings {
+		if !w.Note {
+			serious = append(serious, w.String())
+		}
+	}
+	if strict && len(serious) > 0 {
+		return fmt.Errorf("--strict: the config has settings Conclave would ignore:\n%s", strings.Join(serious, "\n"))
+	}
+	for _, s := range serious {
+		if automation {
+			fmt.Fprintln(stderr, "WARNING", s)
+		} else {
+			fmt.Fprintln(stderr, s)
+		}
+	}
+	return nil
+}
+
+// followAutomation is `run --automation`: MassGen's machine-readable mode.
+// It prints SESSION and WEB_UI lines, one PROGRESS line (the status as
+// compact JSON) per change, a RESULT line, and last the final status.json
+// after a STATUS_JSON: line. A failed session exits non-zero.
+func followAutomation(ctx context.Context, c client.Client, f *runFlags, in workflows.CoordinationInput, out io.Writer) error {
+	run, id, err := startSession(ctx, c, f, in)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "SESSION: %s\nWEB_UI: %s\n", id, f.link(id))
+	done := make(chan error, 1)
+	var res workflows.CoordinationResult
+	go func() { done <- run.Get(ctx, &res) }()
+	tick := time.NewTicker(f.poll)
+	defer tick.Stop()
+	last := ""
+	progress := func() (coord.Status, bool) {
+		s, err := queryStatus(ctx, c, id)
+		if err != nil {
+			return s, false
+		}
+		if line := compactJSON(s); line != last {
+			fmt.Fprintln(out, "PROGRESS", line)
+			last = line
+		}
+		return s, true
+	}
+	for {
+		select {
+		case err := <-done:
+			s, ok := progress()
+			if err != nil {
+				fmt.Fprintln(out, "RESULT", compactJSON(map[string]string{"status": "failed", "session": id, "error": err.Error()}))
+				return fmt.Errorf("session %s failed: %w", id, err)
+			}
+			fmt.Fprintln(out, "RESULT", compactJSON(struct {
+				Status    string         `json:"status"`
+				Winner    string         `json:"winner"`
+				Session   string         `json:"session"`
+				Votes     map[string]int `json:"votes"`
+				Usage     coord.Usage    `json:"usage"`
+				Truncated bool           `json:"truncated,omitempty"`
+			}{res.Status, res.Winner, res.Session, res.Votes, res.Usage, res.Truncated}))
+			fmt.Fprintln(out, "STATUS_JSON:")
+			var final any = s
+			if !ok {
+				final = res // the worker no longer answers queries; the result is the record
+			}
+			data, _ := json.MarshalIndent(final, "", "  ")
+			fmt.Fprintln(out, string(data))
+			return nil
+		case <-tick.C:
+			progress()
+		case <-ctx.Done():
+			return fmt.Errorf("stopped following %s (the session goes on; `conclave cancel %s` stops it)", id, id)
+		}
+	}
+}
+
+func compactJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%q", err.Error())
+	}
+	return string(data)
+}
