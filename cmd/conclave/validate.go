@@ -93,10 +93,15 @@ func validateConfig(path string, strict bool, getenv func(string) string) valida
 		for _, a := range cfg.Agents {
 			b := a.Backend
 			p, _ := config.LookupProvider(b.Type)
-			r := resolvedBackend{Agent: a.ID, Type: b.Type, Provider: p.Name, Model: b.Model, BaseURL: b.BaseURL,
+			r := resolvedBackend{Agent: a.ID, Type: b.Type, Provider: p.Name, Model: b.Model,
 				APIKeyEnv: b.APIKeyEnv, KeyRequired: b.KeyRequired() || b.BaseURL == ""}
-			if r.BaseURL == "" {
+			switch base, err := b.ResolveBaseURL(getenv); {
+			case err != nil:
+				r.BaseURL = fmt.Sprintf("$%s (read by the worker; not set here)", p.BaseURLEnv)
+			case base == "":
 				r.BaseURL = llm.DefaultBaseURL
+			default:
+				r.BaseURL = base
 			}
 			if b.APIKeyEnv != "" {
 				r.KeySetHere = strings.TrimSpace(getenv(b.APIKeyEnv)) != ""

@@ -421,7 +421,9 @@ func (m *massgen) backend(n *yaml.Node, path string, i int) {
 			m.ignore(k, v, p, ignoredKey{"extended thinking is sent only to type: claude; use reasoning.effort", false})
 		case strings.HasPrefix(name, "command_line_"):
 			m.keys[k] = true
-			m.ignore(k, v, p, ignoredKey{whyShell, false})
+			// Settings of the command-line tool; enable_mcp_command_line is
+			// the switch that warns.
+			m.ignore(k, v, p, ignoredKey{whyShell, true})
 		case name == "reasoning" && v.Kind == yaml.MappingNode:
 			for rk, rv := range pairs(v) {
 				if rk.Value == "summary" {

@@ -87,6 +87,7 @@ func TestMassGenConfigs(t *testing.T) {
 			file: "azure_qwen_zai_kimi.yaml",
 			agents: []resolved{
 				{"azure_gpt4o", "azure_openai", "https://my-resource.openai.azure.com/openai/v1", "AZURE_OPENAI_API_KEY"},
+				{"azure_from_env", "azure_openai", "", "AZURE_OPENAI_API_KEY"},
 				{"qwen_max", "qwen", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "QWEN_API_KEY"},
 				{"glm", "zai", "https://api.z.ai/api/paas/v4/", "ZAI_API_KEY"},
 				{"kimi", "moonshot", "https://api.moonshot.cn/v1", "MOONSHOT_API_KEY"},
@@ -178,5 +179,39 @@ func TestKeyRequired(t *testing.T) {
 		b := tt.b
 		b.applyDefaults()
 		assert.Equal(t, tt.want, b.KeyRequired(), "%+v", b)
+	}
+}
+
+func TestResolveBaseURL(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(name string) string {
+			if name == "AZURE_OPENAI_ENDPOINT" {
+				return v
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		b       Backend
+		env     string
+		want    string
+		wantErr string
+	}{
+		{Backend{Type: "gemini", BaseURL: "https://g/v1"}, "", "https://g/v1", ""},
+		{Backend{Type: "openai"}, "", "", ""},
+		{Backend{Type: "azure_openai"}, "https://r.openai.azure.com/", "https://r.openai.azure.com/openai/v1", ""},
+		{Backend{Type: "azure_openai"}, "", "", "set base_url in the config or AZURE_OPENAI_ENDPOINT"},
+		{Backend{Type: "azure_openai"}, "https://u:p@r.openai.azure.com/", "", "AZURE_OPENAI_ENDPOINT is not an http(s) URL without credentials"},
+	}
+	for _, tt := range tests {
+		got, err := tt.b.ResolveBaseURL(env(tt.env))
+		if tt.wantErr != "" {
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assert.NotContains(t, err.Error(), "u:p", "the value is not echoed")
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, got)
 	}
 }

@@ -186,7 +186,7 @@ func TestParseBad(t *testing.T) {
 		{"api_key in backend", "agents:\n  - id: a\n    backend:\n      model: m\n      api_key: sk-secret123\n", []string{"config.yaml:5: agents[0].backend.api_key: API keys do not belong in the config", "api_key_env"}, "sk-secret123"},
 		{"api_key in single agent", "agent:\n  id: a\n  backend: {model: m, api_key: sk-secret123}\n", []string{"config.yaml:3: agent.backend.api_key: API keys do not belong"}, "sk-secret123"},
 		{"bad id chars", "agents:\n  - id: Agent A\n    backend: {model: m}\n", []string{`config.yaml:2: agents[0].id: "Agent A" is not a valid id`}, ""},
-		{"id too long", "agents:\n  - id: " + strings.Repeat("a", 33) + "\n    backend: {model: m}\n", []string{"agents[0].id:", "is 33 characters; ids are at most 32"}, ""},
+		{"id too long", "agents:\n  - id: " + strings.Repeat("a", 65) + "\n    backend: {model: m}\n", []string{"agents[0].id:", "is 65 characters; ids are at most 64"}, ""},
 		{"missing id", "agents:\n  - backend: {model: m}\n", []string{"config.yaml:2: agents[0].id: required"}, ""},
 		{"duplicate ids", agentA + "  - id: agent_a\n    backend: {model: m}\n", []string{`config.yaml:5: agents[1].id: "agent_a" is already the id of agents[0]`}, ""},
 		{"agent and agents both", agentA + "agent:\n  id: b\n  backend: {model: m}\n", []string{"config.yaml:5: use either `agent:` (one agent) or `agents:` (a list), not both; `agents:` is at line 1"}, ""},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -18,6 +19,9 @@ type Provider struct {
 	// config must give base_url (a self-hosted or per-customer endpoint),
 	// except for openai, whose root is the client's default.
 	BaseURL string
+	// BaseURLEnv names a variable the worker reads for the endpoint when
+	// the config gives none (MassGen reads AZURE_OPENAI_ENDPOINT so).
+	BaseURLEnv string
 	// KeyEnv is the variable read for the key when api_key_env is not set;
 	// empty means no key is sent unless api_key_env names one.
 	KeyEnv string
@@ -36,7 +40,7 @@ type Provider struct {
 // sets one, so a MassGen user's environment works unchanged.
 var providers = []Provider{
 	{Type: BackendOpenAI, Name: "OpenAI", KeyEnv: DefaultAPIKeyEnv, KeyRequired: true, Verbosity: true},
-	{Type: "azure_openai", Name: "Azure OpenAI", KeyEnv: "AZURE_OPENAI_API_KEY", KeyRequired: true, Verbosity: true},
+	{Type: "azure_openai", Name: "Azure OpenAI", BaseURLEnv: "AZURE_OPENAI_ENDPOINT", KeyEnv: "AZURE_OPENAI_API_KEY", KeyRequired: true, Verbosity: true},
 	{Type: "claude", Name: "Anthropic (OpenAI SDK compatibility)", BaseURL: "https://api.anthropic.com/v1/", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true},
 	{Type: "gemini", Name: "Google Gemini (OpenAI compatibility)", BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai/", KeyEnv: "GEMINI_API_KEY", KeyRequired: true},
 	{Type: "grok", Name: "xAI Grok", BaseURL: "https://api.x.ai/v1", KeyEnv: "XAI_API_KEY", KeyRequired: true},
@@ -138,6 +142,31 @@ func keyEnvForHost(baseURL string) string {
 		}
 	}
 	return ""
+}
+
+// ResolveBaseURL is the endpoint the worker calls: base_url, else the
+// provider's endpoint variable read through getenv, else "" (the client's
+// default, OpenAI). It fails when the provider has no endpoint at all.
+func (b Backend) ResolveBaseURL(getenv func(string) string) (string, error) {
+	if b.BaseURL != "" {
+		return b.BaseURL, nil
+	}
+	p, _ := LookupProvider(b.Type)
+	if p.BaseURLEnv == "" {
+		return "", nil
+	}
+	v := strings.TrimSpace(getenv(p.BaseURLEnv))
+	if v == "" {
+		return "", fmt.Errorf("%s needs an endpoint: set base_url in the config or %s where the worker runs, e.g. https://YOUR-RESOURCE.openai.azure.com/", p.Name, p.BaseURLEnv)
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return "", fmt.Errorf("%s is not an http(s) URL without credentials; set it to e.g. https://YOUR-RESOURCE.openai.azure.com/", p.BaseURLEnv)
+	}
+	if b.Type == "azure_openai" {
+		v = normalizeAzure(v)
+	}
+	return v, nil
 }
 
 // normalizeAzure turns the resource endpoint MassGen's Azure backend takes

@@ -26,7 +26,7 @@ var (
 	// short and free of anything a path or a URL would need to escape. They
 	// allow what MassGen configs use (gemini2.5flash, Qwen3-4b); a leading
 	// '.' could hide a folder or make "..", so ids start with a letter or digit.
-	idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$`)
+	idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 	// Upper case only: it is the convention, and it refuses a pasted API key
 	// (almost always mixed case) that would otherwise end up in workflow history.
 	envPattern   = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
@@ -34,6 +34,9 @@ var (
 )
 
 const (
+	// maxIDLength keeps ids usable as folder names and S3 key segments while
+	// allowing MassGen's descriptive ids.
+	maxIDLength = 64
 	// Step numbers are zero-padded to three digits in storage keys (NNN);
 	// step 1000 would break their lexical order.
 	maxStepsPerAgent = 999
@@ -95,8 +98,8 @@ func (v *validator) agent(p string, a *Agent, mode CoordinationMode) {
 	switch {
 	case a.ID == "":
 		v.add(p+".id", "required; give the agent a short id such as agent_a")
-	case len(a.ID) > 32:
-		v.add(p+".id", fmt.Sprintf("%q is %d characters; ids are at most 32", a.ID, len(a.ID)))
+	case len(a.ID) > maxIDLength:
+		v.add(p+".id", fmt.Sprintf("%q is %d characters; ids are at most %d", a.ID, len(a.ID), maxIDLength))
 	case !idPattern.MatchString(a.ID):
 		v.add(p+".id", fmt.Sprintf("%q is not a valid id; use letters, digits, '.', '_' and '-', starting with a letter or digit", a.ID))
 	}
@@ -110,12 +113,15 @@ func (v *validator) agent(p string, a *Agent, mode CoordinationMode) {
 
 func (v *validator) backend(bp string, b *Backend) {
 	prov, known := LookupProvider(b.Type)
-	switch why, refused := refusedTypes[b.Type]; {
-	case refused:
+	if why, refused := refusedTypes[b.Type]; refused {
+		// The rest (a model such types do not need, say) would only be noise.
 		v.add(bp+".type", fmt.Sprintf("backend type %q is not supported: it %s", b.Type, why))
+		return
+	}
+	switch {
 	case !known:
 		v.add(bp+".type", fmt.Sprintf("unsupported backend type %q; use one of: %s (chatcompletion reaches any OpenAI-compatible endpoint through base_url)", b.Type, strings.Join(providerTypes(), ", ")))
-	case b.BaseURL == "" && prov.BaseURL == "" && b.Type != BackendOpenAI:
+	case b.BaseURL == "" && prov.BaseURL == "" && prov.BaseURLEnv == "" && b.Type != BackendOpenAI:
 		example := "https://llm.example.com/v1"
 		if b.Type == "azure_openai" {
 			example = "https://YOUR-RESOURCE.openai.azure.com/openai/v1"

@@ -21,8 +21,12 @@ func NewModel(cfg *config.Config, agent *config.Agent, getenv func(string) strin
 	if b.Text != nil {
 		params.Verbosity = b.Text.Verbosity
 	}
+	base, err := b.ResolveBaseURL(getenv)
+	if err != nil {
+		return nil, err
+	}
 	return llm.NewFromEnv(llm.Config{
-		Model: b.Model, BaseURL: b.BaseURL, APIKeyEnv: b.APIKeyEnv, Prices: prices,
+		Model: b.Model, BaseURL: base, APIKeyEnv: b.APIKeyEnv, Prices: prices,
 		KeyRequired: b.KeyRequired(), Params: params,
 	}, getenv)
 }
