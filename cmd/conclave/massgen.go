@@ -70,9 +70,7 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 		return err
 	}
 	fmt.Fprintf(out, "SESSION: %s\nWEB_UI: %s\n", id, f.link(id))
-	done := make(chan error, 1)
-	var res workflows.CoordinationResult
-	go func() { done <- run.Get(ctx, &res) }()
+	done, res := await(ctx, run)
 	tick := time.NewTicker(f.poll)
 	defer tick.Stop()
 	last := ""
@@ -106,7 +104,7 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 			fmt.Fprintln(out, "STATUS_JSON:")
 			var final any = s
 			if !ok {
-				final = res // the worker no longer answers queries; the result is the record
+				final = *res // the worker no longer answers queries; the result is the record
 			}
 			data, _ := json.MarshalIndent(final, "", "  ")
 			fmt.Fprintln(out, string(data))
@@ -117,6 +115,15 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 			return fmt.Errorf("stopped following %s (the session goes on; `conclave cancel %s` stops it)", id, id)
 		}
 	}
+}
+
+// await waits for the session's result in the background: the channel
+// delivers run.Get's error, after which the result is filled in.
+func await(ctx context.Context, run client.WorkflowRun) (<-chan error, *workflows.CoordinationResult) {
+	done := make(chan error, 1)
+	res := new(workflows.CoordinationResult)
+	go func() { done <- run.Get(ctx, res) }()
+	return done, res
 }
 
 func compactJSON(v any) string {

@@ -126,9 +126,7 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 	if f.detach {
 		return nil
 	}
-	done := make(chan error, 1)
-	var res workflows.CoordinationResult
-	go func() { done <- run.Get(ctx, &res) }()
+	done, res := await(ctx, run)
 	tick := time.NewTicker(f.poll)
 	defer tick.Stop()
 	last := ""
@@ -138,7 +136,7 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 			if err != nil {
 				return fmt.Errorf("session %s failed: %w (details: %s)", id, err, f.link(id))
 			}
-			printResult(out, res, f.link(id))
+			printResult(out, *res, f.link(id))
 			return nil
 		case <-tick.C:
 			if s, err := queryStatus(ctx, c, id); err == nil {

@@ -41,12 +41,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c, err := Parse([]byte(src), "config.yaml")
 			require.NoError(t, err)
-			data, err := json.Marshal(c)
-			require.NoError(t, err)
-			var back Config
-			require.NoError(t, json.Unmarshal(data, &back))
-			assert.Equal(t, *c, back)
-			require.NoError(t, back.Validate())
+			data := requireJSONRoundTrip(t, c)
 
 			assert.NotContains(t, string(data), `"api_key"`)
 			assert.NotContains(t, jsonKeys(t, data), "api_key")
@@ -194,4 +189,17 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round-tripped config does not validate: %v", err)
 		}
 	})
+}
+
+// requireJSONRoundTrip checks that what a workflow carries decodes to the
+// same config, still valid, and returns the JSON.
+func requireJSONRoundTrip(t *testing.T, c *Config) []byte {
+	t.Helper()
+	data, err := json.Marshal(c)
+	require.NoError(t, err)
+	var back Config
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.Equal(t, *c, back)
+	require.NoError(t, back.Validate())
+	return data
 }

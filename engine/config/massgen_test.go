@@ -140,13 +140,7 @@ func TestMassGenConfigs(t *testing.T) {
 			if tt.check != nil {
 				tt.check(t, c)
 			}
-			// What the workflow carries decodes to the same config.
-			data, err := json.Marshal(c)
-			require.NoError(t, err)
-			var back Config
-			require.NoError(t, json.Unmarshal(data, &back))
-			assert.Equal(t, *c, back)
-			require.NoError(t, back.Validate())
+			requireJSONRoundTrip(t, c)
 		})
 	}
 }
