@@ -279,6 +279,9 @@ func (m *massgen) agent(n *yaml.Node, path string, i int) {
 		switch k.Value {
 		case "backend":
 			m.backend(v, path+".backend", i)
+		case "memory":
+			m.keys[k] = true
+			m.ignore(k, v, path+".memory", topCompat["memory"])
 		case "append_system_prompt":
 			m.keys[k] = true
 			p := path + ".append_system_prompt"

@@ -79,6 +79,7 @@ var timeoutCompat = map[string]ignoredKey{
 
 var backendCompat = map[string]ignoredKey{
 	"cwd":                      {"every Conclave agent works in its own workspace in the session storage; cwd is not used", true},
+	"context_paths":            {"agents cannot read or write your local files; put what they need in the task or the criteria", false},
 	"enable_web_search":        {whyTool, false},
 	"enable_code_execution":    {whyTool, false},
 	"enable_code_interpreter":  {whyTool, false},

@@ -209,3 +209,24 @@ func TestResolveBaseURL(t *testing.T) {
 		assert.Equal(t, tt.want, got)
 	}
 }
+
+func TestMassGenAgentLevelKeys(t *testing.T) {
+	c, warnings, err := ParseWithWarnings([]byte(`agents:
+  - id: a
+    backend:
+      type: openai
+      model: m
+      context_paths: [{path: ., permission: read}]
+    memory: {enabled: true}
+    system_message: "Be brief."
+    append_system_prompt: "Cite sources."
+`), "c.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, "Be brief.\n\nCite sources.", c.Agents[0].SystemMessage)
+	var paths []string
+	for _, w := range warnings {
+		require.False(t, w.Note, w.String())
+		paths = append(paths, w.Path)
+	}
+	assert.Equal(t, []string{"agents[0].backend.context_paths", "agents[0].memory"}, paths)
+}
