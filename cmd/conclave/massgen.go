@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/client"
 
@@ -60,16 +61,27 @@ func checkConfig(path string, strict, automation bool, stderr io.Writer) error {
 	return nil
 }
 
-// followAutomation is `run --automation`: MassGen's machine-readable mode.
-// It prints SESSION and WEB_UI lines, one PROGRESS line (the status as
-// compact JSON) per change, a RESULT line, and last the final status.json
-// after a STATUS_JSON: line. A failed session exits non-zero.
+// Exit codes of --automation, MassGen's (massgen/cli.py), so scripts
+// written for `massgen --automation` read them unchanged.
+const (
+	exitExecution   = 2 // the session failed or was cancelled
+	exitTimeout     = 3 // orchestrator_timeout_seconds ran out (the answer is still printed)
+	exitInterrupted = 4 // stopped following (Ctrl+C); the session goes on
+)
+
+// followAutomation is `run --automation`, MassGen's quiet mode: the lines
+// MassGen prints (QUESTION, WINNER, ANSWER_FILE, DURATION, ANSWER_PREVIEW,
+// COMPLETED) with Conclave's SESSION and WEB_UI, one PROGRESS line (the
+// status as compact JSON) per change, a RESULT line, and last the final
+// status.json after a STATUS_JSON: line. Exit codes are MassGen's.
 func followAutomation(ctx context.Context, c client.Client, f *runFlags, in workflows.CoordinationInput, out io.Writer) error {
+	start := time.Now()
 	run, id, err := startSession(ctx, c, f, in)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "SESSION: %s\nWEB_UI: %s\n", id, f.link(id))
+	fmt.Fprintf(out, "SESSION: %s\nWEB_UI: %s\nQUESTION: %s\n", id, f.link(id), oneLine(in.Task, 200))
+	fmt.Fprintf(out, "[Coordination in progress - `conclave status %s` prints the live status.json]\n", id)
 	done, res := await(ctx, run)
 	tick := time.NewTicker(f.poll)
 	defer tick.Stop()
@@ -89,10 +101,13 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 		select {
 		case err := <-done:
 			s, ok := progress()
+			duration := time.Since(start).Seconds()
 			if err != nil {
-				fmt.Fprintln(out, "RESULT", compactJSON(map[string]string{"status": "failed", "session": id, "error": err.Error()}))
-				return fmt.Errorf("session %s failed: %w", id, err)
+				fmt.Fprintln(out, "RESULT", compactJSON(map[string]string{"status": workflows.StatusFailed, "session": id, "error": err.Error()}))
+				return &exitError{code: exitExecution, err: fmt.Errorf("session %s failed: %w", id, err)}
 			}
+			fmt.Fprintf(out, "\nWINNER: %s\nANSWER_FILE: %s/final/answer.md\nDURATION: %.1fs\nANSWER_PREVIEW: %s\n",
+				res.Winner, strings.TrimRight(res.Session, "/"), duration, oneLine(res.FinalAnswer, 200))
 			fmt.Fprintln(out, "RESULT", compactJSON(struct {
 				Status    string         `json:"status"`
 				Winner    string         `json:"winner"`
@@ -101,6 +116,7 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 				Usage     coord.Usage    `json:"usage"`
 				Truncated bool           `json:"truncated,omitempty"`
 			}{res.Status, res.Winner, res.Session, res.Votes, res.Usage, res.Truncated}))
+			fmt.Fprintf(out, "COMPLETED: %d agents, %.1fs total\n", len(in.Config.Agents), duration)
 			fmt.Fprintln(out, "STATUS_JSON:")
 			var final any = s
 			if !ok {
@@ -108,13 +124,32 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 			}
 			data, _ := json.MarshalIndent(final, "", "  ")
 			fmt.Fprintln(out, string(data))
+			switch res.Status {
+			case workflows.StatusTimeout:
+				return &exitError{code: exitTimeout, err: fmt.Errorf("session %s timed out; the answer above is the timeout winner's", id)}
+			case workflows.StatusFailed, workflows.StatusCancelled:
+				return &exitError{code: exitExecution, err: fmt.Errorf("session %s ended %s", id, res.Status)}
+			}
 			return nil
 		case <-tick.C:
 			progress()
 		case <-ctx.Done():
-			return fmt.Errorf("stopped following %s (the session goes on; `conclave cancel %s` stops it)", id, id)
+			return &exitError{code: exitInterrupted, err: fmt.Errorf("stopped following %s (the session goes on; `conclave cancel %s` stops it)", id, id)}
 		}
 	}
+}
+
+// oneLine shortens s to n bytes on one line, for MassGen's previews.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
 }
 
 // await waits for the session's result in the background: the channel

@@ -80,6 +80,22 @@ func TestRunStrictRefusesBeforeStarting(t *testing.T) {
 	assert.Contains(t, errOut.String(), "agent.backend.mcp_servers")
 }
 
+func TestOneLine(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a  b\nc", 10, "a b c"},
+		{"abcdef", 3, "abc..."},
+		{"héllo", 2, "h..."},
+		{"", 5, ""},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, oneLine(tt.in, tt.n))
+	}
+}
+
 func TestMassGenAlias(t *testing.T) {
 	tests := []struct{ in, want []string }{
 		{[]string{"--config", "x.yaml", "q"}, []string{"run", "--config", "x.yaml", "q"}},
