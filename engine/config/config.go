@@ -220,10 +220,10 @@ func DefaultOrchestrator() Orchestrator {
 
 // ApplyDefaults fills the settings whose empty value is never meaningful: the
 // enums, and backend.type, base_url and api_key_env from the provider. It
-// leaves numbers, booleans and
-// nullable settings alone, because 0, false and null are legitimate choices
-// there; their defaults come from DefaultOrchestrator, which Parse and JSON
-// decoding start from. It is idempotent.
+// leaves numbers, booleans and nullable settings alone, because 0, false and
+// null are legitimate choices there; their defaults come from
+// DefaultOrchestrator, which Parse and JSON decoding start from. It is
+// idempotent.
 func (c *Config) ApplyDefaults() {
 	d := DefaultOrchestrator()
 	o := &c.Orchestrator
