@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/llm"
@@ -131,7 +133,39 @@ func splitErrors(err error) []string {
 	return []string{err.Error()}
 }
 
+// resolvedYAML is the config as Conclave runs it, defaults filled in and
+// MassGen's keys folded into Conclave's: a file that loads to the same
+// config without warnings.
+func resolvedYAML(cfg *config.Config) ([]byte, error) {
+	var doc yaml.Node
+	if err := doc.Encode(cfg); err != nil {
+		return nil, err
+	}
+	// No prices and `prices: {}` are the same setting, but only the first
+	// reads back as it was.
+	if len(cfg.Prices) == 0 && doc.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(doc.Content); i += 2 {
+			if doc.Content[i].Value == "prices" {
+				doc.Content = append(doc.Content[:i], doc.Content[i+2:]...)
+				break
+			}
+		}
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), enc.Close()
+}
+
 func printValidation(out io.Writer, path string, v validation) {
+	if v.Config != nil {
+		if data, err := resolvedYAML(v.Config); err == nil {
+			fmt.Fprintf(out, "# %s as Conclave runs it (defaults filled in, MassGen's keys folded in)\n%s\n", path, data)
+		}
+	}
 	if len(v.Backends) > 0 {
 		o := v.Config.Orchestrator
 		fmt.Fprintf(out, "%s: %d agent(s), coordination_mode %s, consensus %s, update_mode %s, final_answer_strategy %s, timeout %ds\n",

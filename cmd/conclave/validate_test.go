@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/conclave-ai/conclave/engine/config"
 )
 
 func TestValidateMassGenConfigs(t *testing.T) {
@@ -32,6 +34,14 @@ func TestValidateMassGenConfigs(t *testing.T) {
 				assert.NotEmpty(t, b.BaseURL, b.Agent)
 				assert.NotEmpty(t, b.Provider, b.Agent)
 			}
+			// The resolved config is a Conclave config of its own: it loads
+			// to the same config, without warnings.
+			data, err := resolvedYAML(v.Config)
+			require.NoError(t, err)
+			again, warnings, err := config.ParseWithWarnings(data, "resolved.yaml")
+			require.NoError(t, err, string(data))
+			assert.Empty(t, warnings)
+			assert.Equal(t, v.Config, again)
 		})
 	}
 }

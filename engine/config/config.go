@@ -69,11 +69,9 @@ type Backend struct {
 // Reasoning is how hard a reasoning model thinks.
 type Reasoning struct {
 	// Effort is sent as reasoning_effort: minimal, low, medium or high (and
-	// whatever else the provider documents).
+	// whatever else the provider documents). MassGen's reasoning.summary
+	// has no chat-API counterpart: it is reported, not kept.
 	Effort string `yaml:"effort,omitempty" json:"effort,omitempty"`
-	// Summary is accepted for MassGen configs; the chat API has no reasoning
-	// summaries, so it is reported and not sent.
-	Summary string `yaml:"summary,omitempty" json:"summary,omitempty"`
 }
 
 // Text holds output settings.

@@ -322,6 +322,7 @@ func (m *massgen) backend(n *yaml.Node, path string, i int) {
 		case name == "reasoning" && v.Kind == yaml.MappingNode:
 			for rk := range pairs(v) {
 				if rk.Value == "summary" {
+					m.keys[rk] = true
 					m.warn(rk.Line, p+".summary", "reasoning summaries exist only in OpenAI's Responses API; Conclave uses chat completions and does not request them", true)
 				}
 			}

@@ -32,7 +32,7 @@ func TestMassGenConfigs(t *testing.T) {
 			noted:  []string{"agents[1].backend.reasoning.summary", "ui"},
 			check: func(t *testing.T, c *Config) {
 				b := c.Agents[1].Backend
-				assert.Equal(t, &Reasoning{Effort: "medium", Summary: "auto"}, b.Reasoning)
+				assert.Equal(t, &Reasoning{Effort: "medium"}, b.Reasoning)
 				assert.Equal(t, &Text{Verbosity: "medium"}, b.Text)
 				assert.Equal(t, ExtraBody{"search_parameters": map[string]any{"mode": "auto", "return_citations": true}}, c.Agents[2].Backend.ExtraBody)
 			},
