@@ -48,6 +48,9 @@ func TestMassGenConfigRuns(t *testing.T) {
       temperature: 0.3
       reasoning:
         effort: "low"
+      thinking:
+        type: "enabled"
+        budget_tokens: 2048
       cwd: "workspace1"
     system_message: "You are a careful reviewer."
   - id: "gemini2.5flash"
@@ -108,6 +111,7 @@ ui:
 	assert.Contains(t, out, `RESULT {"status":"consensus","winner":"Qwen3-4b"`)
 	assert.Contains(t, stderr.String(), "warning: agents[1].backend.enable_web_search")
 	assert.Contains(t, stderr.String(), "warning: agents[3].backend.mcp_servers")
+	assert.Contains(t, stderr.String(), "warning: agents[0].backend.reasoning: Anthropic (OpenAI SDK compatibility) ignores reasoning_effort")
 	_, final, ok := strings.Cut(out, "STATUS_JSON:\n")
 	require.True(t, ok, out)
 	var status struct {
@@ -121,7 +125,7 @@ ui:
 
 	// What each provider received, from the bodies on the wire.
 	want := map[string]map[string]any{
-		"claude4.5":      {"temperature": 0.3, "reasoning_effort": "low"},
+		"claude4.5":      {"temperature": 0.3, "thinking": map[string]any{"type": "enabled", "budget_tokens": 2048.0}},
 		"gemini2.5flash": {"top_p": 0.8},
 		"Qwen3-4b":       {"top_k": 20.0, "chat_template_kwargs": map[string]any{"enable_thinking": false}},
 		"gpt5nano":       {"verbosity": "low", "reasoning_effort": "minimal"},
@@ -136,6 +140,9 @@ ui:
 		}
 		for _, k := range []string{"enable_web_search", "mcp_servers", "cwd", "summary"} {
 			assert.NotContains(t, body, k, agent)
+		}
+		if agent == "claude4.5" {
+			assert.NotContains(t, body, "reasoning_effort", "Anthropic ignores it; it is reported instead")
 		}
 		seen[agent]++
 	}

@@ -320,6 +320,14 @@ func (m *massgen) backend(n *yaml.Node, path string, i int) {
 			// the switch that warns.
 			m.ignore(k, v, p, ignoredKey{whyShell, true})
 		case name == "reasoning" && v.Kind == yaml.MappingNode:
+			if prov, ok := LookupProvider(typ); ok && prov.IgnoresEffort {
+				m.warn(k.Line, p, fmt.Sprintf("%s ignores reasoning_effort, so it is not sent; extended thinking is thinking: {type: enabled, budget_tokens: N}", prov.Name), false)
+				m.actions = append(m.actions, func(c *Config, _ *problems) {
+					if i < len(c.Agents) {
+						c.Agents[i].Backend.Reasoning = nil
+					}
+				})
+			}
 			for rk := range pairs(v) {
 				if rk.Value == "summary" {
 					m.keys[rk] = true

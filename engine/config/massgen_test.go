@@ -230,3 +230,11 @@ func TestMassGenAgentLevelKeys(t *testing.T) {
 	}
 	assert.Equal(t, []string{"agents[0].backend.context_paths", "agents[0].memory"}, paths)
 }
+
+func TestMassGenClaudeReasoning(t *testing.T) {
+	c, warnings, err := ParseWithWarnings([]byte("agent:\n  id: a\n  backend:\n    type: claude\n    model: m\n    reasoning: {effort: high}\n"), "c.yaml")
+	require.NoError(t, err)
+	assert.Nil(t, c.Agents[0].Backend.Reasoning)
+	require.Len(t, warnings, 1)
+	assert.Equal(t, "c.yaml:6: warning: agent.backend.reasoning: Anthropic (OpenAI SDK compatibility) ignores reasoning_effort, so it is not sent; extended thinking is thinking: {type: enabled, budget_tokens: N}", warnings[0].String())
+}

@@ -32,6 +32,10 @@ type Provider struct {
 	// `verbosity` parameter or may (a generic or self-hosted server); the
 	// other providers reject it, so it is reported and left out.
 	Verbosity bool
+	// IgnoresEffort: the endpoint accepts reasoning_effort and ignores it
+	// (Anthropic's, whose models think through `thinking`); it is reported
+	// and left out, so the config does not promise what will not happen.
+	IgnoresEffort bool
 }
 
 // providers lists every backend type MassGen documents that Conclave can
@@ -41,7 +45,7 @@ type Provider struct {
 var providers = []Provider{
 	{Type: BackendOpenAI, Name: "OpenAI", KeyEnv: DefaultAPIKeyEnv, KeyRequired: true, Verbosity: true},
 	{Type: "azure_openai", Name: "Azure OpenAI", BaseURLEnv: "AZURE_OPENAI_ENDPOINT", KeyEnv: "AZURE_OPENAI_API_KEY", KeyRequired: true, Verbosity: true},
-	{Type: "claude", Name: "Anthropic (OpenAI SDK compatibility)", BaseURL: "https://api.anthropic.com/v1/", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true},
+	{Type: "claude", Name: "Anthropic (OpenAI SDK compatibility)", BaseURL: "https://api.anthropic.com/v1/", KeyEnv: "ANTHROPIC_API_KEY", KeyRequired: true, IgnoresEffort: true},
 	{Type: "gemini", Name: "Google Gemini (OpenAI compatibility)", BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai/", KeyEnv: "GEMINI_API_KEY", KeyRequired: true},
 	{Type: "grok", Name: "xAI Grok", BaseURL: "https://api.x.ai/v1", KeyEnv: "XAI_API_KEY", KeyRequired: true},
 	{Type: "openrouter", Name: "OpenRouter", BaseURL: "https://openrouter.ai/api/v1", KeyEnv: "OPENROUTER_API_KEY", KeyRequired: true, Verbosity: true},
