@@ -96,6 +96,16 @@ func TestMassGenConfigs(t *testing.T) {
 			noted: []string{"agents[0].backend.api_version", "ui"},
 		},
 		{
+			file: "more_providers.yaml",
+			agents: []resolved{
+				{"cerebras", "cerebras", "https://api.cerebras.ai/v1", "CEREBRAS_API_KEY"},
+				{"nebius", "nebius", "https://api.studio.nebius.ai/v1", "NEBIUS_API_KEY"},
+				{"poe", "poe", "https://api.poe.com/v1", "POE_API_KEY"},
+				{"inference", "inference", "http://gpu-box:8000/v1", ""},
+			},
+			noted: []string{"ui"},
+		},
+		{
 			file: "orchestrator_nested.yaml",
 			agents: []resolved{
 				{"researcher", "openai", "", "OPENAI_API_KEY"},
