@@ -250,12 +250,22 @@ func (m *massgen) timeouts(n *yaml.Node, path string) {
 	for k, v := range pairs(n) {
 		p := keyPath(path, k.Value)
 		if k.Value == "orchestrator_timeout_seconds" {
-			if !m.claim(k.Value, keyedNode{p, k, v}) {
+			if !m.claim(k.Value, keyedNode{p, k, v}) || v.ShortTag() == "!!null" {
 				continue
 			}
-			decodeInto(m, v, p, "a number of seconds", func(c *Config, s float64) {
+			var s float64
+			if err := v.Decode(&s); err != nil {
+				m.errs = append(m.errs, lineError{v.Line, fmt.Sprintf("%s: expected a number of seconds, got %s", p, describeNode(v))})
+				continue
+			}
+			if !(s > 0 && s <= maxTimeoutSeconds) {
+				// Checked here so the message names the key as written.
+				m.errs = append(m.errs, lineError{v.Line, fmt.Sprintf("%s: %s is out of range; use 1 to %d seconds (a run always has a deadline)", p, v.Value, maxTimeoutSeconds)})
+				continue
+			}
+			m.actions = append(m.actions, func(c *Config, _ *problems) {
 				// MassGen takes fractions; the deadline is whole seconds.
-				c.Orchestrator.OrchestratorTimeoutSeconds = int(math.Min(math.Ceil(s), math.MaxInt32))
+				c.Orchestrator.OrchestratorTimeoutSeconds = int(math.Ceil(s))
 			})
 			continue
 		}
