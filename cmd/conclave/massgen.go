@@ -103,7 +103,7 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 			s, ok := progress()
 			duration := time.Since(start).Seconds()
 			if err != nil {
-				fmt.Fprintln(out, "RESULT", compactJSON(map[string]string{"status": workflows.StatusFailed, "session": id, "error": err.Error()}))
+				fmt.Fprintln(out, "RESULT", compactJSON(map[string]string{"status": coord.StatusFailed, "session": id, "error": err.Error()}))
 				return &exitError{code: exitExecution, err: fmt.Errorf("session %s failed: %w", id, err)}
 			}
 			fmt.Fprintf(out, "\nWINNER: %s\nANSWER_FILE: %s/final/answer.md\nDURATION: %.1fs\nANSWER_PREVIEW: %s\n",
@@ -125,9 +125,9 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 			data, _ := json.MarshalIndent(final, "", "  ")
 			fmt.Fprintln(out, string(data))
 			switch res.Status {
-			case workflows.StatusTimeout:
+			case coord.StatusTimeout:
 				return &exitError{code: exitTimeout, err: fmt.Errorf("session %s timed out; the answer above is the timeout winner's", id)}
-			case workflows.StatusFailed, workflows.StatusCancelled:
+			case coord.StatusFailed, coord.StatusCancelled:
 				return &exitError{code: exitExecution, err: fmt.Errorf("session %s ended %s", id, res.Status)}
 			}
 			return nil
