@@ -1,3 +1,9 @@
+// Package activities holds Conclave's Temporal activities: each agent step,
+// the final presentation, pipeline steps and small storage writes.
+// Activities are methods on one Activities struct that carries the
+// dependencies (store, model factory, clock), so tests build it with fakes.
+// Their names, inputs and outputs are in package contract, which the
+// workflows share without linking this package.
 package activities
 
 import (
@@ -6,12 +12,12 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
@@ -20,17 +26,6 @@ import (
 	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/engine/storage"
 )
-
-// Error types that the workflow's retry policy never retries.
-const (
-	ErrTypeEnforcement = "EnforcementError"
-	ErrTypeConfig      = "ConfigError"
-	ErrTypeModel       = "ModelRejected"
-	errTypeModelBusy   = "ModelUnavailable"
-)
-
-// MaxFinalAnswerBytes bounds the final answer returned into history.
-const MaxFinalAnswerBytes = 64 << 10
 
 // ModelFactory builds an agent's model; the worker's reads keys from its
 // own environment, tests point it at the scripted server.
@@ -58,18 +53,18 @@ func (a *Activities) now() time.Time {
 }
 
 func (a *Activities) session(id string) (storage.Store, error) {
-	if id == "" || storage.ValidKey(id) != nil || len(id) > 200 {
+	if !contract.ValidSessionID(id) {
 		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("session id %q cannot name a storage folder: use letters, digits, '-', '_' and '.'", id), ErrTypeConfig, nil)
+			fmt.Sprintf("session id %q cannot name a storage folder: %s", id, contract.SessionIDRule), contract.ErrTypeConfig, nil)
 	}
 	return storage.Sub(a.Store, id), nil
 }
 
 // InitSession writes session.json and eval_criteria.json.
-func (a *Activities) InitSession(ctx context.Context, in InitSessionInput) (InitSessionResult, error) {
+func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {
 	st, err := a.session(in.SessionID)
 	if err != nil {
-		return InitSessionResult{}, err
+		return contract.InitSessionResult{}, err
 	}
 	created, err := time.Parse(time.RFC3339, in.CreatedAt)
 	if err != nil {
@@ -77,25 +72,31 @@ func (a *Activities) InitSession(ctx context.Context, in InitSessionInput) (Init
 	}
 	info := session.Info{Task: in.Task, Agents: in.Agents, Mode: in.Mode, CreatedAt: created.UTC()}
 	if err := session.WriteJSON(ctx, st, session.InfoKey, info); err != nil {
-		return InitSessionResult{}, err
+		return contract.InitSessionResult{}, err
 	}
 	if len(in.EvalCriteria) > 0 {
 		if err := session.WriteJSON(ctx, st, session.EvalCriteriaKey, in.EvalCriteria); err != nil {
-			return InitSessionResult{}, err
+			return contract.InitSessionResult{}, err
 		}
 	}
-	return InitSessionResult{Location: st.Location()}, nil
+	return contract.InitSessionResult{Location: st.Location()}, nil
 }
 
 // AgentStep runs one step of one agent (engine/step) and stores its files.
-func (a *Activities) AgentStep(ctx context.Context, in AgentStepInput) (AgentStepResult, error) {
+func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) (contract.AgentStepResult, error) {
 	st, err := a.session(in.SessionID)
 	if err != nil {
-		return AgentStepResult{}, err
+		return contract.AgentStepResult{}, err
+	}
+	mode := coord.Mode(in.Mode)
+	if mode != "" && !mode.Valid() {
+		return contract.AgentStepResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("agent step mode %q is not one of %s, %s, %s (or empty to choose from the limits)",
+				in.Mode, coord.ModeVoting, coord.ModeVoteOnly, coord.ModeDecomposition), contract.ErrTypeConfig, nil)
 	}
 	cfg, agent, model, err := a.prepare(in.Config, in.Agent)
 	if err != nil {
-		return AgentStepResult{}, err
+		return contract.AgentStepResult{}, err
 	}
 	hb := a.heartbeat(ctx)
 	defer hb.stop()
@@ -104,33 +105,34 @@ func (a *Activities) AgentStep(ctx context.Context, in AgentStepInput) (AgentSte
 	// turn lets them stop at their next safe point.
 	hb.everyTurn = o.UpdateMode == config.UpdateRestart && !o.DisableInjection
 	res, err := step.Run(ctx, step.Options{
-		Store: st, Config: cfg, Agent: agent.ID, Task: in.Task, EvalCriteria: nonNil(in.EvalCriteria),
-		Step: in.Step, Mode: round.Mode(in.Mode), Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Model: model,
+		// Never nil: the workflow's criteria are the step's, none included.
+		Store: st, Config: cfg, Agent: agent.ID, Task: in.Task, EvalCriteria: append([]string{}, in.EvalCriteria...),
+		Step: in.Step, Mode: mode, Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Model: model,
 		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
 		OnCheckpoint: hb.turns, Now: a.now,
 	})
 	if err != nil {
-		return AgentStepResult{}, classify(err)
+		return contract.AgentStepResult{}, classify(err)
 	}
 	out := res.Outcome
-	return AgentStepResult{
+	return contract.AgentStepResult{
 		Agent: agent.ID, Step: res.Step, Action: out.Action, Label: res.Label,
-		AnswerPreview: Preview(out.Answer), Target: out.Target, Reason: Preview(out.Reason),
-		Summary: Preview(out.Summary), StopStatus: out.StopStatus, SeenSteps: out.SeenSteps,
+		AnswerPreview: contract.Preview(out.Answer), Target: out.Target, Reason: contract.Preview(out.Reason),
+		Summary: contract.Preview(out.Summary), StopStatus: out.StopStatus, SeenSteps: out.SeenSteps,
 		Key: res.Saved.Key, Usage: coord.Usage(out.Usage),
 	}, nil
 }
 
 // Present writes the final answer under final/.
-func (a *Activities) Present(ctx context.Context, in PresentInput) (PresentResult, error) {
+func (a *Activities) Present(ctx context.Context, in contract.PresentInput) (contract.PresentResult, error) {
 	st, err := a.session(in.SessionID)
 	if err != nil {
-		return PresentResult{}, err
+		return contract.PresentResult{}, err
 	}
 	strategy := config.FinalAnswerStrategy(in.Strategy)
 	cfg, _, model, err := a.prepare(in.Config, in.Presenter)
 	if err != nil && (strategy != config.FinalWinnerReuse || cfg == nil) {
-		return PresentResult{}, err
+		return contract.PresentResult{}, err
 	}
 	hb := a.heartbeat(ctx)
 	defer hb.stop()
@@ -139,14 +141,14 @@ func (a *Activities) Present(ctx context.Context, in PresentInput) (PresentResul
 		EvalCriteria: in.EvalCriteria, Model: model, Tag: "present", OnCheckpoint: hb.turns, Now: a.now,
 	})
 	if err != nil {
-		return PresentResult{}, classify(err)
+		return contract.PresentResult{}, classify(err)
 	}
-	text, truncated := Truncate(final.Answer, MaxFinalAnswerBytes)
-	return PresentResult{Presenter: in.Presenter, Answer: text, Truncated: truncated, Key: step.FinalAnswerKey, Usage: coord.Usage(usage)}, nil
+	text, truncated := contract.Truncate(final.Answer, contract.MaxFinalAnswerBytes)
+	return contract.PresentResult{Presenter: in.Presenter, Answer: text, Truncated: truncated, Key: session.FinalAnswerKey, Usage: coord.Usage(usage)}, nil
 }
 
 // WriteStatus stores status.json, the snapshot people and scripts read.
-func (a *Activities) WriteStatus(ctx context.Context, in WriteStatusInput) error {
+func (a *Activities) WriteStatus(ctx context.Context, in contract.WriteStatusInput) error {
 	st, err := a.session(in.SessionID)
 	if err != nil {
 		return err
@@ -155,19 +157,13 @@ func (a *Activities) WriteStatus(ctx context.Context, in WriteStatusInput) error
 }
 
 // WriteInbox stores one human input where running agents look for it.
-func (a *Activities) WriteInbox(ctx context.Context, in WriteInboxInput) error {
+func (a *Activities) WriteInbox(ctx context.Context, in contract.WriteInboxInput) error {
 	st, err := a.session(in.SessionID)
 	if err != nil {
 		return err
 	}
-	return session.WriteJSON(ctx, st, session.InboxKey(in.Seq), step.InboxMessage{Seq: in.Seq, Text: in.Text, At: in.At})
+	return session.WriteJSON(ctx, st, session.InboxKey(in.Seq), session.InboxMessage{Seq: in.Seq, Text: in.Text, At: in.At})
 }
-
-// Search attributes the workflow upserts when the namespace has them.
-const (
-	SearchAttrPhase  = "ConclavePhase"
-	SearchAttrWinner = "ConclaveWinner"
-)
 
 // SearchAttributesAvailable tells the workflow whether it may upsert
 // ConclavePhase and ConclaveWinner: upserting an unregistered attribute
@@ -180,8 +176,8 @@ func (a *Activities) SearchAttributesAvailable(ctx context.Context) (bool, error
 	if err != nil {
 		return false, nil // an old server or missing permission: run without them
 	}
-	_, phase := resp.GetCustomAttributes()[SearchAttrPhase]
-	_, winner := resp.GetCustomAttributes()[SearchAttrWinner]
+	_, phase := resp.GetCustomAttributes()[contract.SearchAttrPhase]
+	_, winner := resp.GetCustomAttributes()[contract.SearchAttrWinner]
 	return phase && winner, nil
 }
 
@@ -189,15 +185,15 @@ func (a *Activities) prepare(raw config.Config, agentID string) (*config.Config,
 	cfg := raw
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, nil, temporal.NewNonRetryableApplicationError("invalid config: "+err.Error(), ErrTypeConfig, nil)
+		return nil, nil, nil, temporal.NewNonRetryableApplicationError("invalid config: "+err.Error(), contract.ErrTypeConfig, nil)
 	}
 	agent, ok := cfg.Agent(agentID)
 	if !ok {
-		return &cfg, nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent %q is not in the config", agentID), ErrTypeConfig, nil)
+		return &cfg, nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent %q is not in the config", agentID), contract.ErrTypeConfig, nil)
 	}
 	model, err := a.Models(&cfg, agent)
 	if err != nil {
-		return &cfg, agent, nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfig, nil)
+		return &cfg, agent, nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, nil)
 	}
 	return &cfg, agent, model, nil
 }
@@ -209,42 +205,14 @@ func classify(err error) error {
 	var me *llm.Error
 	switch {
 	case errors.As(err, &enf) || errors.As(err, &turns):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeEnforcement, err)
-	case errors.Is(err, step.ErrBadInput):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeConfig, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeEnforcement, err)
+	case errors.Is(err, step.ErrBadInput) || errors.Is(err, step.ErrDamaged):
+		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
 	case errors.As(err, &me) && !me.Retryable:
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModel, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeModel, err)
 	case errors.As(err, &me):
-		return temporal.NewApplicationErrorWithOptions(err.Error(), errTypeModelBusy,
+		return temporal.NewApplicationErrorWithOptions(err.Error(), contract.ErrTypeModelUnavailable,
 			temporal.ApplicationErrorOptions{NextRetryDelay: me.RetryAfter, Cause: err})
 	}
 	return err // storage and network trouble: retried by policy
-}
-
-// Preview shortens text for workflow history and the Web UI.
-func Preview(s string) string {
-	p, cut := Truncate(s, PreviewChars)
-	if cut {
-		return p + "…"
-	}
-	return p
-}
-
-// Truncate cuts s to at most n bytes at a rune boundary; workflows use it
-// too, so previews are cut the same way everywhere.
-func Truncate(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n], true
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
@@ -51,16 +52,16 @@ func call(name, args string) llmtest.Rule {
 func TestAgentStepStoresAndReturnsSmallResult(t *testing.T) {
 	long := strings.Repeat("The Beatles were a band from Liverpool. ", 50)
 	acts, env, cfg, st := setup(t, call("new_answer", `{"content":"`+long+`"}`))
-	_, err := env.ExecuteActivity(acts.InitSession, InitSessionInput{SessionID: "s1", Task: "t", Agents: []string{"agent_a", "agent_b"}, Mode: "voting"})
+	_, err := env.ExecuteActivity(acts.InitSession, contract.InitSessionInput{SessionID: "s1", Task: "t", Agents: []string{"agent_a", "agent_b"}, Mode: "voting"})
 	require.NoError(t, err)
-	v, err := env.ExecuteActivity(acts.AgentStep, AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 1, Task: "t", Config: cfg, Mode: ModeVoting})
+	v, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 1, Task: "t", Config: cfg, Mode: coord.ModeVoting})
 	require.NoError(t, err)
-	var res AgentStepResult
+	var res contract.AgentStepResult
 	require.NoError(t, v.Get(&res))
 	require.Equal(t, coord.ActionNewAnswer, res.Action)
 	require.Equal(t, "agent1.1", res.Label)
 	require.Equal(t, "agents/agent_a/001/answer.json", res.Key)
-	require.LessOrEqual(t, len(res.AnswerPreview), PreviewChars+len("…"))
+	require.LessOrEqual(t, len(res.AnswerPreview), contract.PreviewChars+len("…"))
 	require.True(t, strings.HasSuffix(res.AnswerPreview, "…"))
 
 	snap, err := session.Load(context.Background(), storage.Sub(st, "s1"))
@@ -78,14 +79,14 @@ func TestAgentStepErrorClassification(t *testing.T) {
 		errType   string
 		delay     time.Duration
 	}{
-		{"enforcement", llmtest.Text("no tools for me"), false, ErrTypeEnforcement, 0},
-		{"bad key", llmtest.Fail(401, "bad key"), false, ErrTypeModel, 0},
-		{"rate limited", llmtest.Fail(429, "slow down").RetryAfter("7"), true, errTypeModelBusy, 7 * time.Second},
+		{"enforcement", llmtest.Text("no tools for me"), false, contract.ErrTypeEnforcement, 0},
+		{"bad key", llmtest.Fail(401, "bad key"), false, contract.ErrTypeModel, 0},
+		{"rate limited", llmtest.Fail(429, "slow down").RetryAfter("7"), true, contract.ErrTypeModelUnavailable, 7 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			acts, env, cfg, _ := setup(t, c.rule)
-			_, err := env.ExecuteActivity(acts.AgentStep, AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 1, Task: "t", Config: cfg, Mode: ModeVoting})
+			_, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 1, Task: "t", Config: cfg, Mode: coord.ModeVoting})
 			var appErr *temporal.ApplicationError
 			require.True(t, errors.As(err, &appErr), "%v", err)
 			require.Equal(t, c.errType, appErr.Type())
@@ -98,7 +99,7 @@ func TestAgentStepErrorClassification(t *testing.T) {
 func TestBadSessionAndConfig(t *testing.T) {
 	acts, env, cfg, _ := setup(t)
 	for _, id := range []string{"", "../x", "a/../../b", "a\\b"} {
-		_, err := env.ExecuteActivity(acts.AgentStep, AgentStepInput{SessionID: id, Agent: "agent_a", Step: 1, Config: cfg})
+		_, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: id, Agent: "agent_a", Step: 1, Config: cfg})
 		var appErr *temporal.ApplicationError
 		require.True(t, errors.As(err, &appErr), id)
 		require.True(t, appErr.NonRetryable(), id)
@@ -106,8 +107,15 @@ func TestBadSessionAndConfig(t *testing.T) {
 	bad := cfg
 	bad.Agents = append([]config.Agent(nil), cfg.Agents...)
 	bad.Agents[0].ID = "Not Valid"
-	_, err := env.ExecuteActivity(acts.AgentStep, AgentStepInput{SessionID: "s", Agent: "agent_b", Step: 1, Task: "t", Config: bad})
+	_, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s", Agent: "agent_b", Step: 1, Task: "t", Config: bad})
 	require.ErrorContains(t, err, "invalid config")
+
+	_, err = env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s", Agent: "agent_a", Step: 1, Task: "t", Config: cfg, Mode: "answer_only"})
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr))
+	require.Equal(t, contract.ErrTypeConfig, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	require.ErrorContains(t, err, `mode "answer_only"`)
 }
 
 func TestWinnerReusePresentNeedsNoModel(t *testing.T) {
@@ -115,9 +123,9 @@ func TestWinnerReusePresentNeedsNoModel(t *testing.T) {
 	_, err := session.Save(context.Background(), storage.Sub(st, "s1"), session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "final text", Now: time.Now()})
 	require.NoError(t, err)
 	acts.Models = func(*config.Config, *config.Agent) (llm.Model, error) { return nil, errors.New("no key") }
-	v, err := env.ExecuteActivity(acts.Present, PresentInput{SessionID: "s1", Presenter: "agent_b", Task: "t", Config: cfg, Strategy: string(config.FinalWinnerReuse)})
+	v, err := env.ExecuteActivity(acts.Present, contract.PresentInput{SessionID: "s1", Presenter: "agent_b", Task: "t", Config: cfg, Strategy: string(config.FinalWinnerReuse)})
 	require.NoError(t, err)
-	var res PresentResult
+	var res contract.PresentResult
 	require.NoError(t, v.Get(&res))
 	require.Equal(t, "final text", res.Answer)
 	data, err := st.Get(context.Background(), "s1/final/answer.md")
@@ -126,10 +134,10 @@ func TestWinnerReusePresentNeedsNoModel(t *testing.T) {
 }
 
 func TestPreviewKeepsRunesWhole(t *testing.T) {
-	s := strings.Repeat("é", PreviewChars)
-	p := Preview(s)
+	s := strings.Repeat("é", contract.PreviewChars)
+	p := contract.Preview(s)
 	require.True(t, strings.HasSuffix(p, "…"))
-	require.True(t, len(p) <= PreviewChars+len("…"))
+	require.True(t, len(p) <= contract.PreviewChars+len("…"))
 	require.NotContains(t, p, "\uFFFD")
-	require.Equal(t, "short", Preview("short"))
+	require.Equal(t, "short", contract.Preview("short"))
 }

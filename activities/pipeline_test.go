@@ -6,14 +6,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 )
 
-func pipelineStepInput() PipelineStepInput {
+func pipelineStepInput() contract.PipelineStepInput {
 	g := pipeline.Graph{Start: "build", Steps: []pipeline.Step{{Name: "build", Prompt: "Build.", Tools: []string{"write_file"}}}}
-	return PipelineStepInput{RunID: "run-1", Seq: 1, Step: "build", Graph: g, Input: "x",
+	return contract.PipelineStepInput{RunID: "run-1", Seq: 1, Step: "build", Graph: g, Input: "x",
 		Backend: &config.Backend{Type: "openai", Model: "m"}}
 }
 
@@ -28,12 +29,12 @@ func TestPipelineStepResumesCheckpoint(t *testing.T) {
 	in := pipelineStepInput()
 	_, err := env.ExecuteActivity(acts.PipelineStep, in)
 	require.Error(t, err)
-	_, err = st.Get(context.Background(), "run-1/steps/001-build/trace.json")
+	_, err = st.Get(context.Background(), "run-1/steps/001-build/trace.jsonl")
 	require.NoError(t, err, "the first attempt checkpointed")
 
 	v, err := env.ExecuteActivity(acts.PipelineStep, in)
 	require.NoError(t, err)
-	var res PipelineStepResult
+	var res contract.PipelineStepResult
 	require.NoError(t, v.Get(&res))
 	require.Equal(t, pipeline.Completed, res.Status)
 	require.Equal(t, []string{"steps/001-build/workspace/out.txt"}, res.Evidence)
@@ -43,19 +44,35 @@ func TestPipelineStepResumesCheckpoint(t *testing.T) {
 	// A retry after the step finished returns the stored outcome.
 	v, err = env.ExecuteActivity(acts.PipelineStep, in)
 	require.NoError(t, err)
-	var again PipelineStepResult
+	var again contract.PipelineStepResult
 	require.NoError(t, v.Get(&again))
 	require.Equal(t, res.Status, again.Status)
 }
 
 func TestPipelineStepRefusesDamagedCheckpoint(t *testing.T) {
 	acts, env, _, st := setup(t, llmtest.Text("done"))
-	require.NoError(t, st.Put(context.Background(), "run-1/steps/001-build/trace.json", []byte("{not json")))
+	require.NoError(t, st.Put(context.Background(), "run-1/steps/001-build/trace.jsonl", []byte("{not json")))
 	_, err := env.ExecuteActivity(acts.PipelineStep, pipelineStepInput())
-	require.ErrorContains(t, err, "trace.json is damaged")
-	data, err := st.Get(context.Background(), "run-1/steps/001-build/trace.json")
+	require.ErrorContains(t, err, "trace.jsonl: the checkpoint is damaged")
+	data, err := st.Get(context.Background(), "run-1/steps/001-build/trace.jsonl")
 	require.NoError(t, err)
 	require.Equal(t, "{not json", string(data), "nothing stored is overwritten")
+}
+
+// A folder checkpointed before trace.jsonl holds trace.json, which is never
+// read: the step starts fresh and checkpoints in the current format.
+func TestPipelineStepIgnoresOldCheckpoint(t *testing.T) {
+	acts, env, _, st := setup(t, llmtest.Text("done"))
+	old := `{"messages":[{"role":"system","content":"s"},{"role":"assistant","content":"old"}],"turns":1,"final":{"status":"failed"}}`
+	require.NoError(t, st.Put(context.Background(), "run-1/steps/001-build/trace.json", []byte(old)))
+	v, err := env.ExecuteActivity(acts.PipelineStep, pipelineStepInput())
+	require.NoError(t, err)
+	var res contract.PipelineStepResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, pipeline.Completed, res.Status)
+	require.Equal(t, "done", res.Summary, "the old checkpoint's failure is not returned")
+	_, err = st.Get(context.Background(), "run-1/steps/001-build/trace.jsonl")
+	require.NoError(t, err)
 }
 
 func TestPipelineStepRejectsBadRunID(t *testing.T) {

@@ -16,13 +16,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/engine/tools"
 	"github.com/conclave-ai/conclave/internal/testenv"
 	"github.com/conclave-ai/conclave/worker"
-	"github.com/conclave-ai/conclave/workflows"
 )
 
 // Kinds of malformed input in TestBadInput's table.
@@ -197,7 +197,7 @@ func TestBadInput(t *testing.T) {
 				run, err := cl.ExecuteWorkflow(wctx, client.StartWorkflowOptions{
 					ID: "badinput-" + strings.ReplaceAll(c.name, " ", "-"), TaskQueue: worker.DefaultTaskQueue,
 					WorkflowExecutionTimeout: time.Minute,
-				}, workflows.CoordinationName, json.RawMessage(c.text))
+				}, contract.CoordinationName, json.RawMessage(c.text))
 				require.NoError(t, err)
 				err = run.Get(wctx, nil)
 				require.Error(t, err, "the workflow must fail")

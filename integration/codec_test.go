@@ -22,6 +22,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/conclave-ai/conclave/codec"
+	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -84,11 +86,11 @@ func TestCodecEncryptsHistory(t *testing.T) {
 	defer cancel()
 	const id = "codec-1"
 	run, err := enc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: worker.DefaultTaskQueue, StaticSummary: task},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: task, Config: team(t, srv.URL(), "agent_a", "agent_b", "agent_c")})
+		contract.CoordinationName, workflows.CoordinationInput{Task: task, Config: team(t, srv.URL(), "agent_a", "agent_b", "agent_c")})
 	require.NoError(t, err)
 	var res workflows.CoordinationResult
 	require.NoError(t, run.Get(ctx, &res))
-	require.Equal(t, workflows.StatusConsensus, res.Status)
+	require.Equal(t, coord.StatusConsensus, res.Status)
 	require.Equal(t, "agent_a", res.Winner)
 	require.Equal(t, "FINAL: a picnic for "+marker, res.FinalAnswer)
 

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
@@ -48,18 +49,18 @@ func TestHumanInputAndCancel(t *testing.T) {
 	cfg.Orchestrator.MaxEnforcementAttempts = 3
 	ctx := context.Background()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "ctl-1", TaskQueue: worker.DefaultTaskQueue},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: "Write about the Beatles.", Config: cfg})
+		contract.CoordinationName, workflows.CoordinationInput{Task: "Write about the Beatles.", Config: cfg})
 	require.NoError(t, err)
 
 	// Too long: rejected by the validator, nothing stored.
-	rejected, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: "ctl-1", UpdateName: workflows.UpdateHumanInput,
-		Args: []any{workflows.HumanInput{Text: strings.Repeat("x", workflows.MaxHumanInputBytes+1)}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	rejected, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: "ctl-1", UpdateName: contract.UpdateHumanInput,
+		Args: []any{workflows.HumanInput{Text: strings.Repeat("x", contract.MaxHumanInputBytes+1)}}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	if err == nil {
 		err = rejected.Get(ctx, nil)
 	}
 	require.ErrorContains(t, err, "more than the 8192 allowed")
 
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: "ctl-1", UpdateName: workflows.UpdateHumanInput,
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: "ctl-1", UpdateName: contract.UpdateHumanInput,
 		Args: []any{workflows.HumanInput{Text: "Mention Ringo."}}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	require.NoError(t, err)
 	var seq int

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -270,7 +271,7 @@ func TestFaultBadKeyFailsFast(t *testing.T) {
 	const id = "badkey-1"
 	begin := time.Now()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: worker.DefaultTaskQueue},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: "Say something durable.", Config: cfg})
+		contract.CoordinationName, workflows.CoordinationInput{Task: "Say something durable.", Config: cfg})
 	require.NoError(t, err)
 	var res workflows.CoordinationResult
 	err = run.Get(ctx, &res)

@@ -25,7 +25,10 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -70,7 +73,7 @@ func (sp sessionSpec) id(i int) string { return fmt.Sprintf("%s-%02d", sp.prefix
 
 func (sp sessionSpec) start(ctx context.Context, c client.Client, cfg config.Config, i int) (client.WorkflowRun, error) {
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sp.id(i), TaskQueue: worker.DefaultTaskQueue},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: fmt.Sprintf(sp.task, i), Config: cfg, StepHeartbeatSeconds: sp.heartbeatSeconds})
+		contract.CoordinationName, workflows.CoordinationInput{Task: fmt.Sprintf(sp.task, i), Config: cfg, StepHeartbeatSeconds: sp.heartbeatSeconds})
 }
 
 func newSessionRuns(sp sessionSpec) *sessionRuns {
@@ -133,7 +136,7 @@ func (s *sessionRuns) requireConsensus(t *testing.T) {
 	for i, id := range s.ids {
 		require.NoError(t, s.errs[i], "session %s", id)
 		res := s.results[i]
-		require.Equal(t, workflows.StatusConsensus, res.Status, id)
+		require.Equal(t, coord.StatusConsensus, res.Status, id)
 		require.Equal(t, "agent_a", res.Winner, id)
 		require.Equal(t, map[string]int{"agent_a": 3}, res.Votes, "%s: every agent stayed alive and voted", id)
 		require.Equal(t, "FINAL: durable execution, by agent_a", res.FinalAnswer, id)
@@ -279,7 +282,7 @@ func (l *checkpointLog) completed(t *testing.T) map[string][]completedCall {
 	defer l.mu.Unlock()
 	out := map[string][]completedCall{}
 	for _, s := range l.stored {
-		tr, err := round.ParseTranscript(s.body)
+		tr, err := agent.ParseTranscript[round.State](s.body)
 		require.NoError(t, err, "stored checkpoint %s", s.path)
 		agent := "" // final/trace.jsonl: the presentation
 		if parts := strings.Split(s.path, "/"); slices.Contains(parts, "agents") {

@@ -14,7 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
@@ -82,7 +83,7 @@ func TestWorkerKilledMidStep(t *testing.T) {
 	ctx := context.Background()
 	cfg := team(t, srv.URL(), "agent_a", "agent_b", "agent_c")
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "kill-1", TaskQueue: worker.DefaultTaskQueue},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: "Create a website about the Beatles.", Config: cfg, StepHeartbeatSeconds: 3})
+		contract.CoordinationName, workflows.CoordinationInput{Task: "Create a website about the Beatles.", Config: cfg, StepHeartbeatSeconds: 3})
 	require.NoError(t, err)
 
 	select {
@@ -98,7 +99,7 @@ func TestWorkerKilledMidStep(t *testing.T) {
 	defer cancel()
 	var res workflows.CoordinationResult
 	require.NoError(t, run.Get(wctx, &res))
-	require.Equal(t, workflows.StatusConsensus, res.Status)
+	require.Equal(t, coord.StatusConsensus, res.Status)
 	require.Equal(t, "agent_a", res.Winner)
 
 	// agent_a's first call (the prompt alone) completed before the kill and
@@ -168,7 +169,7 @@ func requireHistoryKeysStored(t *testing.T, c client.Client, st storage.Store, i
 			continue
 		}
 		for _, p := range done.GetResult().GetPayloads() {
-			var r activities.AgentStepResult
+			var r contract.AgentStepResult
 			if json.Unmarshal(p.GetData(), &r) != nil || r.Key == "" || r.Agent == "" {
 				continue
 			}

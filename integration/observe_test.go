@@ -206,7 +206,7 @@ func TestDroppedAgentAndShortErrors(t *testing.T) {
 	solo := filepath.Join(dir, "solo")
 	require.NoError(t, os.MkdirAll(solo, 0o755))
 	cfg = teamYAML(t, solo, srv.URL(), "agent_b")
-	out, errOut, err = cli("run", "--config", cfg, "--id", "dropped-2", "--poll", "200ms", "Explain durable execution.")
+	_, errOut, err = cli("run", "--config", cfg, "--id", "dropped-2", "--poll", "200ms", "Explain durable execution.")
 	require.Error(t, err)
 	t.Logf("stderr: %s", errOut)
 	line := strings.TrimSpace(errOut)

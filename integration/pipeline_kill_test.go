@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/internal/llmtest"
@@ -50,8 +50,8 @@ func TestPipelineWorkerKilledMidStep(t *testing.T) {
 	first := startWorker(t, bin, temporal.HostPort, url)
 	ctx := context.Background()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "pipekill-1", TaskQueue: worker.DefaultTaskQueue},
-		workflows.PipelineName, workflows.PipelineInput{Input: "Build it", StepHeartbeatSeconds: 3,
-			Definition: activities.PipelineDefinition{Title: def.Title, Graph: def.Graph, Context: def.Context, Backend: def.Backend}})
+		contract.PipelineName, workflows.PipelineInput{Input: "Build it", StepHeartbeatSeconds: 3,
+			Definition: contract.PipelineDefinition{Title: def.Title, Graph: def.Graph, Context: def.Context, Backend: def.Backend}})
 	require.NoError(t, err)
 	select {
 	case <-inFlight:
@@ -64,7 +64,7 @@ func TestPipelineWorkerKilledMidStep(t *testing.T) {
 
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	var res activities.PipelineResult
+	var res contract.PipelineResult
 	require.NoError(t, run.Get(wctx, &res))
 	require.Equal(t, workflows.PipelineCompleted, res.Status)
 	require.Equal(t, []string{"s1:completed", "s2:completed", "s3:completed"}, stepStatuses(res))

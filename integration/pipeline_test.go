@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/pipelinetest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -66,7 +66,7 @@ func TestPipelineScenarioCLI(t *testing.T) {
 	// status prints the same steps.
 	out, _, code = runBin(t, bin, "pipeline", "status", addr, "--json", runID)
 	require.Equal(t, 0, code, out)
-	var live activities.PipelineResult
+	var live contract.PipelineResult
 	require.NoError(t, json.Unmarshal([]byte(out), &live))
 	require.Equal(t, stepStatuses(res), stepStatuses(live))
 
@@ -100,16 +100,16 @@ func TestPipelineScenarioCLI(t *testing.T) {
 
 func readResult(t *testing.T, ctx context.Context, st interface {
 	Get(context.Context, string) ([]byte, error)
-}, runID string) activities.PipelineResult {
+}, runID string) contract.PipelineResult {
 	t.Helper()
 	data, err := st.Get(ctx, runID+"/result.json")
 	require.NoError(t, err)
-	var r activities.PipelineResult
+	var r contract.PipelineResult
 	require.NoError(t, json.Unmarshal(data, &r))
 	return r
 }
 
-func stepStatuses(r activities.PipelineResult) []string {
+func stepStatuses(r contract.PipelineResult) []string {
 	var out []string
 	for _, s := range r.Steps {
 		out = append(out, s.Name+":"+string(s.Status))

@@ -18,6 +18,8 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
 	"github.com/conclave-ai/conclave/worker"
@@ -93,11 +95,11 @@ func TestSecretsNeverStored(t *testing.T) {
 	defer cancel()
 	const id = "secrets-1"
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: worker.DefaultTaskQueue},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: "Say something durable.", Config: cfg})
+		contract.CoordinationName, workflows.CoordinationInput{Task: "Say something durable.", Config: cfg})
 	require.NoError(t, err)
 	var res workflows.CoordinationResult
 	require.NoError(t, run.Get(ctx, &res))
-	require.Equal(t, workflows.StatusConsensus, res.Status)
+	require.Equal(t, coord.StatusConsensus, res.Status)
 
 	// The key was used: every model call carried it as the bearer token.
 	reqs := srv.Requests()

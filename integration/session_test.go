@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -55,12 +57,12 @@ func TestSessionEndToEnd(t *testing.T) {
 	cfg := team(t, srv.URL(), "agent_a", "agent_b", "agent_c")
 	ctx := context.Background()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "e2e-1", TaskQueue: worker.DefaultTaskQueue},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: "Create a website about the Beatles.", Config: cfg})
+		contract.CoordinationName, workflows.CoordinationInput{Task: "Create a website about the Beatles.", Config: cfg})
 	require.NoError(t, err)
 	var res workflows.CoordinationResult
 	require.NoError(t, run.Get(ctx, &res))
 
-	require.Equal(t, workflows.StatusConsensus, res.Status)
+	require.Equal(t, coord.StatusConsensus, res.Status)
 	require.Equal(t, "agent_b", res.Winner)
 	require.Equal(t, "FINAL: the Beatles page", res.FinalAnswer)
 	require.Equal(t, map[string]int{"agent_b": 3}, res.Votes)
@@ -101,7 +103,7 @@ func TestSessionEndToEnd(t *testing.T) {
 		Winner string         `json:"winner"`
 		Votes  map[string]int `json:"votes"`
 	}
-	v, err := c.QueryWorkflow(ctx, "e2e-1", "", workflows.QueryStatus)
+	v, err := c.QueryWorkflow(ctx, "e2e-1", "", contract.QueryStatus)
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&s))
 	require.Equal(t, "done", s.Phase)

@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -34,8 +34,8 @@ type Registry interface {
 
 // Register registers the workflows of this package under their names.
 func Register(r Registry) {
-	r.RegisterWorkflowWithOptions(Coordination, workflow.RegisterOptions{Name: CoordinationName})
-	r.RegisterWorkflowWithOptions(Pipeline, workflow.RegisterOptions{Name: PipelineName})
+	r.RegisterWorkflowWithOptions(Coordination, workflow.RegisterOptions{Name: contract.CoordinationName})
+	r.RegisterWorkflowWithOptions(Pipeline, workflow.RegisterOptions{Name: contract.PipelineName})
 }
 
 // coordination is the state of one run. Workflow code is single-threaded
@@ -45,30 +45,16 @@ type coordination struct {
 	in   CoordinationInput
 	orch config.Orchestrator
 
-	// Carried across continue-as-new (CarriedState).
-	ledger      coord.Ledger
-	answerOrder []string // agent ids by answer arrival, newest last, each id once
-	usage       coord.Usage
-	revoteRound int
-	revote      []string
-	revoteTally map[string]int
-	launches    int
-	inboxSeq    int
-	startedAt   time.Time
-	deadline    time.Time
-	session     string
-	searchAttrs bool
-	runs        int
-	lastErr     string
+	// state is carried across continue-as-new as is: the next run's
+	// input holds this value.
+	state CarriedState
 
 	// This run only.
 	phase     string
-	status    string // result status once decided
-	winner    string
-	reason    string
-	running   []*stepRun // launch order
-	stepsDone int        // completed steps in this run
-	changed   bool       // a step completed since the last publish
+	verdict   coord.Verdict // how coordination ended, once decided
+	running   []*stepRun    // launch order
+	stepsDone int           // completed steps in this run
+	changed   bool          // a step completed since the last publish
 	timedOut  bool
 	cancelled bool
 	lastCause error // the latest agent failure of this run
@@ -83,7 +69,7 @@ type coordination struct {
 type ending int
 
 const (
-	endDecided ending = iota // verdict in status/winner
+	endDecided ending = iota // see w.verdict
 	endTimeout
 	endCancelled
 	endContinue
@@ -91,22 +77,15 @@ const (
 
 func newCoordination(in CoordinationInput) *coordination {
 	w := &coordination{in: in, orch: in.Config.Orchestrator, phase: coord.PhaseCoordinating}
-	if s := in.State; s != nil {
-		w.ledger = s.Ledger
-		w.answerOrder = s.AnswerOrder
-		w.usage = s.Usage
-		w.revoteRound, w.revote, w.revoteTally = s.RevoteRound, s.Revote, s.RevoteTally
-		w.launches, w.inboxSeq = s.Launches, s.InboxSeq
-		w.startedAt, w.deadline = s.StartedAt, s.Deadline
-		w.session, w.searchAttrs = s.Session, s.SearchAttributes
-		w.runs, w.lastErr = s.Runs, s.LastError
-		for i := range w.ledger.Agents {
-			w.ledger.Agents[i].Running = false // nothing runs across continue-as-new
+	if in.State != nil {
+		w.state = *in.State
+		for i := range w.state.Ledger.Agents {
+			w.state.Ledger.Agents[i].Running = false // nothing runs across continue-as-new
 		}
 		return w
 	}
 	for _, id := range in.Config.AgentIDs() {
-		w.ledger.Agents = append(w.ledger.Agents, coord.Agent{ID: id})
+		w.state.Ledger.Agents = append(w.state.Ledger.Agents, coord.Agent{ID: id})
 	}
 	return w
 }
@@ -114,12 +93,12 @@ func newCoordination(in CoordinationInput) *coordination {
 // setup registers the status query and the human_input update before the
 // first blocking call, so both work from the start.
 func (w *coordination) setup(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (coord.Status, error) {
+	if err := workflow.SetQueryHandler(ctx, contract.QueryStatus, func() (coord.Status, error) {
 		return w.snapshot(), nil
 	}); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateHumanInput, w.humanInput,
+	return workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateHumanInput, w.humanInput,
 		workflow.UpdateHandlerOptions{Validator: w.validateHumanInput})
 }
 
@@ -135,7 +114,7 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 	sel := workflow.NewSelector(ctx)
 	timerCtx, stopTimer := workflow.WithCancel(ctx)
 	defer stopTimer()
-	if left := w.deadline.Sub(workflow.Now(ctx)); left > 0 {
+	if left := w.state.Deadline.Sub(workflow.Now(ctx)); left > 0 {
 		timer := workflow.NewTimerWithOptions(timerCtx, left, workflow.TimerOptions{Summary: "orchestrator timeout"})
 		sel.AddFuture(timer, func(f workflow.Future) {
 			if f.Get(ctx, nil) == nil {
@@ -159,7 +138,7 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 	case endTimeout:
 		return w.finishTimeout(ctx)
 	}
-	if w.status == StatusFailed {
+	if w.verdict.Status == coord.StatusFailed {
 		return CoordinationResult{}, w.fail(ctx, w.failure())
 	}
 	return w.present(ctx)
@@ -169,14 +148,14 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 // search attributes exist.
 func (w *coordination) begin(ctx workflow.Context) error {
 	if w.in.State != nil {
-		workflow.GetLogger(ctx).Info("coordination continues", "run", w.runs, "session", w.session)
+		workflow.GetLogger(ctx).Info("coordination continues", "run", w.state.Runs, "session", w.state.Session)
 		return nil
 	}
 	now := workflow.Now(ctx).UTC()
-	w.startedAt, w.deadline = now, now.Add(w.orch.Timeout())
-	var init activities.InitSessionResult
-	initF := workflow.ExecuteActivity(w.smallCtx(ctx, "init session"), activities.NameInitSession,
-		activities.InitSessionInput{
+	w.state.StartedAt, w.state.Deadline = now, now.Add(w.orch.Timeout())
+	var init contract.InitSessionResult
+	initF := workflow.ExecuteActivity(w.smallCtx(ctx, "init session"), contract.NameInitSession,
+		contract.InitSessionInput{
 			SessionID:    w.in.SessionID,
 			Task:         w.in.Task,
 			Agents:       sortedIDs(w.in.Config.AgentIDs()),
@@ -195,11 +174,11 @@ func (w *coordination) begin(ctx workflow.Context) error {
 	if err != nil {
 		return fmt.Errorf("could not create the session in storage (check the worker's storage settings): %w", err)
 	}
-	w.session = init.Location
+	w.state.Session = init.Location
 	if attrsF == nil {
 		attrsF = w.askSearchAttributes(ctx)
 	}
-	w.searchAttrs = w.searchAttributesAvailable(ctx, attrsF)
+	w.state.SearchAttributes = w.searchAttributesAvailable(ctx, attrsF)
 	return nil
 }
 
@@ -214,12 +193,12 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 		case w.timedOut:
 			return endTimeout
 		}
-		if len(w.revote) == 0 {
-			v := judge(w.ledger, w.orch, w.revoteRound)
+		if len(w.state.Revote) == 0 {
+			v := coord.Judge(w.state.Ledger, w.orch.VerdictOptions(), w.state.RevoteRound)
 			if v.Revote {
 				w.startRevote(ctx, v.Reason)
 			} else if v.Done {
-				w.decide(v)
+				w.verdict = v
 				return endDecided
 			}
 		}
@@ -230,7 +209,7 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 		} else {
 			w.launchReady(ctx, sel)
 			if len(w.running) == 0 {
-				w.decide(stalled(w.ledger, w.orch, w.answerOrder))
+				w.verdict = coord.Stalled(w.state.Ledger, w.orch.VerdictOptions(), w.state.AnswerOrder)
 				return endDecided
 			}
 		}
@@ -242,22 +221,17 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 	}
 }
 
-// decide records the verdict that ends coordination.
-func (w *coordination) decide(v verdict) {
-	w.status, w.winner, w.reason = v.Status, v.Winner, v.Reason
-}
-
 // startRevote asks every alive agent for another vote, showing the tally.
 func (w *coordination) startRevote(ctx workflow.Context, reason string) {
-	w.revoteRound++
-	w.revoteTally = anonymousTally(w.ledger)
-	w.revote = nil
-	for _, a := range w.ledger.Agents {
+	w.state.RevoteRound++
+	w.state.RevoteTally = coord.AnonymousTally(w.state.Ledger)
+	w.state.Revote = nil
+	for _, a := range w.state.Ledger.Agents {
 		if !a.Failed {
-			w.revote = append(w.revote, a.ID)
+			w.state.Revote = append(w.state.Revote, a.ID)
 		}
 	}
-	workflow.GetLogger(ctx).Info("split vote: re-vote", "round", w.revoteRound, "reason", reason)
+	workflow.GetLogger(ctx).Info("split vote: re-vote", "round", w.state.RevoteRound, "reason", reason)
 }
 
 // continueDue reports whether this run should continue as new: the server
@@ -280,23 +254,9 @@ func (w *coordination) continueAsNew(ctx workflow.Context) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
+	w.state.Runs++
 	next := w.in
-	next.State = &CarriedState{
-		Ledger:           w.ledger,
-		AnswerOrder:      w.answerOrder,
-		Usage:            w.usage,
-		RevoteRound:      w.revoteRound,
-		Revote:           w.revote,
-		RevoteTally:      w.revoteTally,
-		Launches:         w.launches,
-		InboxSeq:         w.inboxSeq,
-		StartedAt:        w.startedAt,
-		Deadline:         w.deadline,
-		Session:          w.session,
-		SearchAttributes: w.searchAttrs,
-		Runs:             w.runs + 1,
-		LastError:        w.lastErr,
-	}
-	workflow.GetLogger(ctx).Info("continuing as new", "steps", w.stepsDone, "launches", w.launches)
-	return workflow.NewContinueAsNewError(ctx, CoordinationName, next)
+	next.State = &w.state
+	workflow.GetLogger(ctx).Info("continuing as new", "steps", w.stepsDone, "launches", w.state.Launches)
+	return workflow.NewContinueAsNewError(ctx, contract.CoordinationName, next)
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -33,7 +33,7 @@ func TestSeedLifecycleRounds(t *testing.T) {
 	h.run(input(cfg))
 
 	r := h.result()
-	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, c, r.Winner)
 	require.Equal(t, "final answer by agent_c", r.FinalAnswer)
 	require.Equal(t, "mem://s1", r.Session)
@@ -54,8 +54,8 @@ func TestSeedLifecycleRounds(t *testing.T) {
 		require.Equal(t, i+1, l.Launch)
 	}
 	// c has two answers, the per-agent default cap: its round-3 step is vote-only.
-	require.Equal(t, activities.ModeVoting, ls[6].Mode)
-	require.Equal(t, activities.ModeVoteOnly, ls[8].Mode)
+	require.Equal(t, coord.ModeVoting, ls[6].Mode)
+	require.Equal(t, coord.ModeVoteOnly, ls[8].Mode)
 
 	// After round 2, a's and b's votes are stale (they had not seen c's step
 	// 2), which is why they were relaunched; the status is written once the
@@ -74,7 +74,7 @@ func TestSeedLifecycleRounds(t *testing.T) {
 	require.Equal(t, []string{}, after2.Relaunch)
 	require.False(t, after2.Consensus)
 
-	require.Equal(t, []activities.PresentInput{{SessionID: "s1", Presenter: c, Task: input(cfg).Task,
+	require.Equal(t, []contract.PresentInput{{SessionID: "s1", Presenter: c, Task: input(cfg).Task,
 		Config: ls[0].Config, Strategy: string(config.FinalWinnerPresent)}}, h.presents)
 	require.Equal(t, []string{coord.PhaseCoordinating, coord.PhasePresenting, coord.PhaseDone}, h.phases())
 	final := h.lastStatus()
@@ -95,14 +95,14 @@ func TestAsyncLateAnswerRelaunchesStaleVoters(t *testing.T) {
 	})
 	var mid coord.Status
 	h.env.RegisterDelayedCallback(func() {
-		v, err := h.env.QueryWorkflow(QueryStatus)
+		v, err := h.env.QueryWorkflow(contract.QueryStatus)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&mid))
 	}, 5*time.Minute)
 	h.run(input(testConfig(a, b, c)))
 
 	r := h.result()
-	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, c, r.Winner)
 
 	ls := h.launched()
@@ -141,11 +141,11 @@ func TestSplitVoteRevote(t *testing.T) {
 		wantWinner  string
 		wantLaunchs int
 	}{
-		{"still split, then plurality", 1, selfVotes(3), StatusPlurality, a, 9},
-		{"two re-votes, then plurality", 2, nil, StatusPlurality, a, 12},
+		{"still split, then plurality", 1, selfVotes(3), coord.StatusPlurality, a, 9},
+		{"two re-votes, then plurality", 2, nil, coord.StatusPlurality, a, 12},
 		{"re-vote converges", 1, map[stepKey]scripted{
 			{a, 3}: vote(b, time.Minute, nil), {b, 3}: vote(b, time.Minute, nil), {c, 3}: vote(c, time.Minute, nil),
-		}, StatusConsensus, b, 9},
+		}, coord.StatusConsensus, b, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := map[stepKey]scripted{{a, 1}: answer(time.Minute), {b, 1}: answer(time.Minute), {c, 1}: answer(time.Minute)}
@@ -173,11 +173,11 @@ func TestSplitVoteRevote(t *testing.T) {
 			ls := h.launched()
 			require.Len(t, ls, tc.wantLaunchs)
 			for _, l := range ls[3:6] {
-				require.Equal(t, activities.ModeVoting, l.Mode)
+				require.Equal(t, coord.ModeVoting, l.Mode)
 				require.Nil(t, l.Tally)
 			}
 			for _, l := range ls[6:] {
-				require.Equal(t, activities.ModeVoteOnly, l.Mode, "%s:%d", l.Agent, l.Step)
+				require.Equal(t, coord.ModeVoteOnly, l.Mode, "%s:%d", l.Agent, l.Step)
 				require.Equal(t, map[string]int{"agent1": 1, "agent2": 1, "agent3": 1}, l.Tally)
 			}
 		})
@@ -200,12 +200,12 @@ func TestVoteOnlyAtAnswerLimit(t *testing.T) {
 			h.run(input(cfg))
 
 			r := h.result()
-			require.Equal(t, StatusConsensus, r.Status)
+			require.Equal(t, coord.StatusConsensus, r.Status)
 			require.Equal(t, a, r.Winner)
 			ls := h.launched()
 			require.Equal(t, []string{"agent_a:1", "agent_b:1", "agent_a:2", "agent_b:2"}, pairs(ls))
-			modes := []string{ls[0].Mode, ls[1].Mode, ls[2].Mode, ls[3].Mode}
-			require.Equal(t, []string{activities.ModeVoting, activities.ModeVoting, activities.ModeVoteOnly, activities.ModeVoteOnly}, modes)
+			modes := []coord.Mode{ls[0].Mode, ls[1].Mode, ls[2].Mode, ls[3].Mode}
+			require.Equal(t, []coord.Mode{coord.ModeVoting, coord.ModeVoting, coord.ModeVoteOnly, coord.ModeVoteOnly}, modes)
 			wantA2 := time.Minute
 			if defer_ {
 				wantA2 = 2 * time.Minute

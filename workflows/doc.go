@@ -7,7 +7,7 @@
 //   - input CoordinationInput: {"task", "config", "eval_criteria", "session_id"}
 //   - result CoordinationResult: {"status", "winner", "final_answer", "session",
 //     "votes", "usage", "keys"}; a session without an answer fails with an
-//     ApplicationError (types InvalidInput, AllAgentsFailed, NoAnswers,
+//     ApplicationError (contract.ErrType*: InvalidInput, AllAgentsFailed, NoAnswers,
 //     PresentFailed) after writing its final status
 //   - query "status": coord.Status, the same shape as status.json
 //   - update "human_input": HumanInput ({"text": "…"} or a bare string, at
@@ -15,8 +15,9 @@
 //   - cancellation: running steps are cancelled, the phase "cancelled" is
 //     recorded, every stored answer stays
 //
-// Activities are called by their registered names (activities.Name*), so
-// this package does not depend on the Activities struct. Every one is a
+// Activities are called by their registered names with the inputs and
+// outputs of package contract (contract.Name*), so this package links
+// neither the activities nor their S3 and model clients. Every one is a
 // regular activity, status writes included: they show in the Web UI, retry
 // durably, and tests mock them by name.
 //

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/conclave-ai/conclave/activities"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -34,7 +33,7 @@ func TestFailedAgentSessionGoesOn(t *testing.T) {
 			h.run(input(testConfig(a, b, c)))
 
 			r := h.result()
-			require.Equal(t, StatusConsensus, r.Status)
+			require.Equal(t, coord.StatusConsensus, r.Status)
 			require.Equal(t, a, r.Winner)
 			require.Equal(t, map[string]int{a: 2}, r.Votes)
 			require.Equal(t, tc.wantCalls, h.calls[stepKey{c, 1}])
@@ -77,7 +76,7 @@ func TestTimeoutWinnerByVotes(t *testing.T) {
 	h.run(input(cfg))
 
 	r := h.result()
-	require.Equal(t, StatusTimeout, r.Status)
+	require.Equal(t, coord.StatusTimeout, r.Status)
 	require.Equal(t, b, r.Winner)
 	require.Equal(t, "final answer by agent_b", r.FinalAnswer)
 	require.Equal(t, []string{"agent_a:1", "agent_b:1", "agent_a:2", "agent_b:2"}, pairs(h.launched()))
@@ -133,7 +132,7 @@ func TestStallDecidesByNewestAnswer(t *testing.T) {
 	h.run(input(cfg))
 
 	r := h.result()
-	require.Equal(t, StatusPlurality, r.Status)
+	require.Equal(t, coord.StatusPlurality, r.Status)
 	require.Equal(t, a, r.Winner)
 	require.Equal(t, string(config.FinalWinnerPresent), h.presents[0].Strategy)
 	require.Len(t, h.launched(), 2)
@@ -154,7 +153,7 @@ func TestPresentFallsBackToWinnerReuse(t *testing.T) {
 	h.run(input(cfg))
 
 	r := h.result()
-	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, "final answer by agent_b", r.FinalAnswer)
 	require.Len(t, h.presents, 2)
 	require.Equal(t, string(config.FinalWinnerReuse), h.presents[1].Strategy)
@@ -208,12 +207,12 @@ func TestDecompositionStop(t *testing.T) {
 			h.run(input(cfg))
 
 			r := h.result()
-			require.Equal(t, StatusConsensus, r.Status)
+			require.Equal(t, coord.StatusConsensus, r.Status)
 			require.Equal(t, tc.want, r.Winner)
 			ls := h.launched()
 			require.Equal(t, []string{"agent_a:1", "agent_b:1", "agent_a:2", "agent_a:3", "agent_b:2"}, pairs(ls))
 			for _, l := range ls {
-				require.Equal(t, activities.ModeDecomposition, l.Mode)
+				require.Equal(t, coord.ModeDecomposition, l.Mode)
 			}
 			require.Equal(t, 3*time.Minute, ls[3].At)
 			require.Len(t, h.presents, 1)

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -31,7 +31,7 @@ func TestRestartMode(t *testing.T) {
 	h.run(input(cfg))
 
 	r := h.result()
-	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, b, r.Winner)
 	ls := h.launched()
 	require.Equal(t, []string{"agent_a:1", "agent_b:1", "agent_a:2", "agent_a:2", "agent_b:2"}, pairs(ls))
@@ -62,7 +62,7 @@ func TestRestartModeRestartsEveryRunningPeer(t *testing.T) {
 	h.run(input(cfg))
 
 	r := h.result()
-	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, c, r.Winner)
 	count := map[string]int{}
 	for _, p := range pairs(h.launched()) {
@@ -91,7 +91,7 @@ func TestHumanInputUpdate(t *testing.T) {
 	send := func(id string, in any) {
 		o := &outcome{}
 		got[id] = o
-		h.env.UpdateWorkflow(UpdateHumanInput, id, &testsuite.TestUpdateCallback{
+		h.env.UpdateWorkflow(contract.UpdateHumanInput, id, &testsuite.TestUpdateCallback{
 			OnAccept: func() {},
 			OnReject: func(err error) { o.rejected = err },
 			OnComplete: func(v any, err error) {
@@ -104,12 +104,12 @@ func TestHumanInputUpdate(t *testing.T) {
 	}
 	h.env.RegisterDelayedCallback(func() {
 		send("empty", HumanInput{Text: " \n\t "})
-		send("long", HumanInput{Text: strings.Repeat("x", MaxHumanInputBytes+1)})
+		send("long", HumanInput{Text: strings.Repeat("x", contract.MaxHumanInputBytes+1)})
 		send("first", HumanInput{Text: "  Please keep it under 17 syllables.  "})
 	}, 30*time.Second)
 	h.env.RegisterDelayedCallback(func() { send("second", "Mention retries.") }, 3*time.Minute)
 	h.run(input(testConfig(a, b)))
-	require.Equal(t, StatusConsensus, h.result().Status)
+	require.Equal(t, coord.StatusConsensus, h.result().Status)
 
 	require.ErrorContains(t, got["empty"].rejected, "human input is empty")
 	require.ErrorContains(t, got["long"].rejected, "more than the 8192 allowed")
@@ -118,7 +118,7 @@ func TestHumanInputUpdate(t *testing.T) {
 	require.Equal(t, 1, got["first"].seq)
 	require.Equal(t, 2, got["second"].seq)
 	require.Len(t, h.inbox, 2)
-	require.Equal(t, activities.WriteInboxInput{SessionID: "s1", Seq: 1, Text: "Please keep it under 17 syllables.",
+	require.Equal(t, contract.WriteInboxInput{SessionID: "s1", Seq: 1, Text: "Please keep it under 17 syllables.",
 		At: h.start.Add(30 * time.Second).UTC().Format(time.RFC3339)}, h.inbox[0])
 	require.Equal(t, "Mention retries.", h.inbox[1].Text)
 }
@@ -153,7 +153,7 @@ func TestContinueAsNew(t *testing.T) {
 			h := newHarness(t, script)
 			h.env.SetContinueAsNewSuggested(tc.suggested)
 			h.env.RegisterDelayedCallback(func() {
-				h.env.UpdateWorkflow(UpdateHumanInput, "u1", &testsuite.TestUpdateCallback{
+				h.env.UpdateWorkflow(contract.UpdateHumanInput, "u1", &testsuite.TestUpdateCallback{
 					OnAccept: func() {}, OnReject: func(err error) { t.Error(err) }, OnComplete: func(any, error) {},
 				}, HumanInput{Text: "hello"})
 			}, 30*time.Second)
@@ -164,7 +164,7 @@ func TestContinueAsNew(t *testing.T) {
 			err := h.env.GetWorkflowError()
 			var can *workflow.ContinueAsNewError
 			require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
-			require.Equal(t, CoordinationName, can.WorkflowType.Name)
+			require.Equal(t, contract.CoordinationName, can.WorkflowType.Name)
 			var next CoordinationInput
 			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 			require.Equal(t, tc.want, pairs(h.launched()))
@@ -188,7 +188,7 @@ func TestContinueAsNew(t *testing.T) {
 			next.MaxStepsBeforeContinue = 0
 			h2.run(next)
 			r := h2.result()
-			require.Equal(t, StatusConsensus, r.Status)
+			require.Equal(t, coord.StatusConsensus, r.Status)
 			require.Equal(t, b, r.Winner)
 			require.Zero(t, h2.inits, "the session exists already")
 			ls2 := h2.launched()
@@ -201,11 +201,11 @@ func TestContinueAsNew(t *testing.T) {
 // The Web UI details show the agents as a Markdown table.
 func TestDetailsMarkdown(t *testing.T) {
 	w := newCoordination(input(testConfig(a, b)))
-	w.ledger.Agents[0] = coord.Agent{ID: a, LatestStep: 2, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionVote,
+	w.state.Ledger.Agents[0] = coord.Agent{ID: a, LatestStep: 2, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionVote,
 		Vote: &coord.Vote{Voter: a, Target: b, SeenSteps: map[string]int{a: 1}, Step: 2}}
-	w.ledger.Agents[1] = coord.Agent{ID: b, LatestStep: 1, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionNewAnswer, Running: true}
-	w.running = []*stepRun{{agent: b, step: 2, mode: activities.ModeVoting}}
-	w.launches = 3
+	w.state.Ledger.Agents[1] = coord.Agent{ID: b, LatestStep: 1, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionNewAnswer, Running: true}
+	w.running = []*stepRun{{agent: b, step: 2, mode: coord.ModeVoting}}
+	w.state.Launches = 3
 	md := w.markdown()
 	require.Contains(t, md, "**Phase:** coordinating")
 	require.Contains(t, md, "| agent | state | answers | vote | step |")
@@ -222,10 +222,10 @@ func TestSlowStatusWritesDoNotDelaySteps(t *testing.T) {
 		{a, 1}: answer(time.Minute), {b, 1}: answer(2 * time.Minute),
 		{a, 2}: vote(b, 5*time.Minute, seen), {b, 2}: vote(b, time.Minute, seen),
 	})
-	h.env.OnActivity(activities.NameWriteStatus, mock.Anything, mock.Anything).Return(h.writeStatus).After(20 * time.Second)
+	h.env.OnActivity(contract.NameWriteStatus, mock.Anything, mock.Anything).Return(h.writeStatus).After(20 * time.Second)
 	h.run(input(testConfig(a, b)))
 
-	require.Equal(t, StatusConsensus, h.result().Status)
+	require.Equal(t, coord.StatusConsensus, h.result().Status)
 	ls := h.launched()
 	require.Equal(t, []string{"agent_a:1", "agent_b:1", "agent_a:2", "agent_b:2"}, pairs(ls))
 	require.Equal(t, []time.Duration{0, 0, time.Minute, 2 * time.Minute}, []time.Duration{ls[0].At, ls[1].At, ls[2].At, ls[3].At})

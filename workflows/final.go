@@ -4,7 +4,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -21,20 +21,20 @@ func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error)
 		strategy = string(config.FinalSynthesize)
 	}
 	w.setPhase(ctx, coord.PhasePresenting)
-	pr, err := w.runPresent(ctx, w.winner, strategy)
+	pr, err := w.runPresent(ctx, w.verdict.Winner, strategy)
 	if err != nil && ctx.Err() == nil && !decomposition && strategy != string(config.FinalWinnerReuse) {
 		workflow.GetLogger(ctx).Warn("presentation failed; using the winner's stored answer",
-			"winner", w.winner, "strategy", strategy, "error", err)
-		w.presentFallback = strategy + " presentation by " + w.winner + " failed: " + failureReason(err)
-		pr, err = w.runPresent(ctx, w.winner, string(config.FinalWinnerReuse))
+			"winner", w.verdict.Winner, "strategy", strategy, "error", err)
+		w.presentFallback = strategy + " presentation by " + w.verdict.Winner + " failed: " + failureReason(err)
+		pr, err = w.runPresent(ctx, w.verdict.Winner, string(config.FinalWinnerReuse))
 	}
 	if ctx.Err() != nil {
 		return CoordinationResult{}, w.finishCancelled(ctx)
 	}
 	if err != nil {
 		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(
-			"the final presentation by "+w.winner+" failed; every answer stays stored in the session "+w.session,
-			"PresentFailed", err))
+			"the final presentation by "+w.verdict.Winner+" failed; every answer stays stored in the session "+w.state.Session,
+			contract.ErrTypePresentFailed, err))
 	}
 	w.setPhase(ctx, coord.PhaseDone)
 	return w.result(pr), w.awaitHandlers(ctx)
@@ -45,13 +45,13 @@ func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error)
 // (no model call). Without any answer the session fails.
 func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, error) {
 	w.stopAll()
-	winner, how, err := coord.TimeoutWinner(w.ledger, w.answerOrder)
+	winner, how, err := coord.TimeoutWinner(w.state.Ledger, w.state.AnswerOrder)
 	if err != nil {
-		w.reason = err.Error()
-		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), "NoAnswers", nil))
+		w.verdict.Reason = err.Error()
+		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeNoAnswers, nil))
 	}
-	w.status, w.winner = StatusTimeout, winner
-	w.reason = "orchestrator timeout: " + winner + " wins by " + how
+	w.verdict = coord.Verdict{Done: true, Status: coord.StatusTimeout, Winner: winner,
+		Reason: "orchestrator timeout: " + winner + " wins by " + how}
 	w.setPhase(ctx, coord.PhasePresenting)
 	pr, err := w.runPresent(ctx, winner, string(config.FinalWinnerReuse))
 	if ctx.Err() != nil {
@@ -60,7 +60,7 @@ func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, 
 	if err != nil {
 		return CoordinationResult{}, w.fail(ctx, temporal.NewNonRetryableApplicationError(
 			"coordination timed out and "+winner+"'s stored answer could not be copied to final/; "+
-				"every answer stays stored in the session "+w.session, "PresentFailed", err))
+				"every answer stays stored in the session "+w.state.Session, contract.ErrTypePresentFailed, err))
 	}
 	w.setPhase(ctx, coord.PhaseTimeout)
 	return w.result(pr), w.awaitHandlers(ctx)
@@ -72,7 +72,7 @@ func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, 
 // Temporal marks the workflow cancelled.
 func (w *coordination) finishCancelled(ctx workflow.Context) error {
 	w.stopAll()
-	w.status = StatusCancelled
+	w.verdict.Status = coord.StatusCancelled
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	w.setPhase(dctx, coord.PhaseCancelled)
@@ -81,7 +81,7 @@ func (w *coordination) finishCancelled(ctx workflow.Context) error {
 
 // fail records the failed phase and returns err.
 func (w *coordination) fail(ctx workflow.Context, err error) error {
-	w.status = StatusFailed
+	w.verdict.Status = coord.StatusFailed
 	w.setPhase(ctx, coord.PhaseFailed)
 	_ = w.awaitHandlers(ctx)
 	return err
@@ -89,27 +89,21 @@ func (w *coordination) fail(ctx workflow.Context, err error) error {
 
 // failure is the error of a session that ended without an answer.
 func (w *coordination) failure() error {
-	alive := 0
-	for _, a := range w.ledger.Agents {
-		if !a.Failed {
-			alive++
-		}
-	}
-	if alive == 0 {
+	if coord.Alive(w.state.Ledger) == 0 {
 		return temporal.NewNonRetryableApplicationError(
-			"all agents failed; the last: "+w.lastErr,
-			"AllAgentsFailed", w.lastCause)
+			"all agents failed; the last: "+w.state.LastError,
+			contract.ErrTypeAllAgentsFailed, w.lastCause)
 	}
-	return temporal.NewNonRetryableApplicationError(w.reason, "NoAnswers", nil)
+	return temporal.NewNonRetryableApplicationError(w.verdict.Reason, contract.ErrTypeNoAnswers, nil)
 }
 
 // runPresent runs the Present activity and adds its usage.
-func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy string) (activities.PresentResult, error) {
+func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy string) (contract.PresentResult, error) {
 	opts := agentStepOptions(presenter, 0, w.in.StepHeartbeatSeconds)
 	opts.Summary = "present · " + presenter + " (" + strategy + ")"
-	var pr activities.PresentResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.NamePresent,
-		activities.PresentInput{
+	var pr contract.PresentResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), contract.NamePresent,
+		contract.PresentInput{
 			SessionID:    w.in.SessionID,
 			Presenter:    presenter,
 			Task:         w.in.Task,
@@ -118,25 +112,25 @@ func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy stri
 			EvalCriteria: w.in.EvalCriteria,
 		}).Get(ctx, &pr)
 	if err == nil {
-		w.usage = addUsage(w.usage, pr.Usage)
+		w.state.Usage = addUsage(w.state.Usage, pr.Usage)
 	}
 	return pr, err
 }
 
 // result builds the workflow result from the presentation.
-func (w *coordination) result(pr activities.PresentResult) CoordinationResult {
-	answer, cut := activities.Truncate(pr.Answer, MaxFinalAnswerBytes)
+func (w *coordination) result(pr contract.PresentResult) CoordinationResult {
+	answer, cut := contract.Truncate(pr.Answer, contract.MaxFinalAnswerBytes)
 	r := CoordinationResult{
-		Status:               w.status,
-		Winner:               w.winner,
+		Status:               w.verdict.Status,
+		Winner:               w.verdict.Winner,
 		FinalAnswer:          answer,
 		Truncated:            pr.Truncated || cut,
-		Session:              w.session,
-		Votes:                coord.Tally(w.ledger),
-		Usage:                w.usage,
+		Session:              w.state.Session,
+		Votes:                coord.Tally(w.state.Ledger),
+		Usage:                w.state.Usage,
 		PresentationFallback: w.presentFallback,
 	}
-	for _, a := range w.ledger.Agents {
+	for _, a := range w.state.Ledger.Agents {
 		if a.Failed {
 			if r.FailedAgents == nil {
 				r.FailedAgents = map[string]string{}

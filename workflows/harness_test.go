@@ -21,7 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -63,7 +63,7 @@ func fail(err error) scripted { return scripted{err: err} }
 
 // launchRec is one AgentStep launch as the fake saw it.
 type launchRec struct {
-	activities.AgentStepInput
+	contract.AgentStepInput
 	At   time.Duration // test clock, since the workflow started
 	Seen map[string]int
 }
@@ -78,8 +78,8 @@ type harness struct {
 	stored      map[string]int // latest answer step per agent, as storage would hold it
 	launches    map[int]launchRec
 	statuses    []coord.Status
-	inbox       []activities.WriteInboxInput
-	presents    []activities.PresentInput
+	inbox       []contract.WriteInboxInput
+	presents    []contract.PresentInput
 	calls       map[stepKey]int // AgentStep attempts
 	inits       int
 	saAvailable bool
@@ -99,12 +99,12 @@ func newHarness(t *testing.T, script map[stepKey]scripted) *harness {
 	h := &harness{t: t, env: env, start: env.Now(), script: script,
 		stored: map[string]int{}, launches: map[int]launchRec{}, calls: map[stepKey]int{}}
 	Register(env)
-	env.RegisterActivityWithOptions(h.initSession, activity.RegisterOptions{Name: activities.NameInitSession})
-	env.RegisterActivityWithOptions(h.searchAttrs, activity.RegisterOptions{Name: activities.NameSearchAttrsSet})
-	env.RegisterActivityWithOptions(h.writeStatus, activity.RegisterOptions{Name: activities.NameWriteStatus})
-	env.RegisterActivityWithOptions(h.writeInbox, activity.RegisterOptions{Name: activities.NameWriteInbox})
-	env.RegisterActivityWithOptions(h.present, activity.RegisterOptions{Name: activities.NamePresent})
-	env.RegisterActivityWithOptions(h.agentStep, activity.RegisterOptions{Name: activities.NameAgentStep})
+	env.RegisterActivityWithOptions(h.initSession, activity.RegisterOptions{Name: contract.NameInitSession})
+	env.RegisterActivityWithOptions(h.searchAttrs, activity.RegisterOptions{Name: contract.NameSearchAttrsSet})
+	env.RegisterActivityWithOptions(h.writeStatus, activity.RegisterOptions{Name: contract.NameWriteStatus})
+	env.RegisterActivityWithOptions(h.writeInbox, activity.RegisterOptions{Name: contract.NameWriteInbox})
+	env.RegisterActivityWithOptions(h.present, activity.RegisterOptions{Name: contract.NamePresent})
+	env.RegisterActivityWithOptions(h.agentStep, activity.RegisterOptions{Name: contract.NameAgentStep})
 
 	// One mock per scripted step, so each can take its own time on the test
 	// clock; anything unscripted fails the step loudly.
@@ -114,30 +114,30 @@ func newHarness(t *testing.T, script map[stepKey]scripted) *harness {
 		}
 		return a.step - b.step
 	}) {
-		m := env.OnActivity(activities.NameAgentStep, mock.Anything, mock.MatchedBy(func(in activities.AgentStepInput) bool {
+		m := env.OnActivity(contract.NameAgentStep, mock.Anything, mock.MatchedBy(func(in contract.AgentStepInput) bool {
 			return in.Agent == k.agent && in.Step == k.step
 		})).Return(h.agentStep)
 		if d := script[k].delay; d > 0 {
 			m.After(d)
 		}
 	}
-	env.OnActivity(activities.NameAgentStep, mock.Anything, mock.Anything).Return(h.agentStep)
+	env.OnActivity(contract.NameAgentStep, mock.Anything, mock.Anything).Return(h.agentStep)
 
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
-		if info.ActivityType.Name != activities.NameAgentStep {
+		if info.ActivityType.Name != contract.NameAgentStep {
 			return
 		}
-		var in activities.AgentStepInput
+		var in contract.AgentStepInput
 		require.NoError(t, args.Get(&in))
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.launches[in.Launch] = launchRec{AgentStepInput: in, At: env.Now().Sub(h.start), Seen: maps.Clone(h.stored)}
 	})
 	env.SetOnActivityCompletedListener(func(info *activity.Info, result converter.EncodedValue, err error) {
-		if info.ActivityType.Name != activities.NameAgentStep || err != nil || result == nil {
+		if info.ActivityType.Name != contract.NameAgentStep || err != nil || result == nil {
 			return
 		}
-		var res activities.AgentStepResult
+		var res contract.AgentStepResult
 		require.NoError(t, result.Get(&res))
 		if res.Action == coord.ActionNewAnswer {
 			h.mu.Lock()
@@ -149,33 +149,33 @@ func newHarness(t *testing.T, script map[stepKey]scripted) *harness {
 		sa := args.Get(0).(temporal.SearchAttributes)
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if v, ok := sa.GetKeyword(temporal.NewSearchAttributeKeyKeyword(SearchAttrPhase)); ok {
+		if v, ok := sa.GetKeyword(temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrPhase)); ok {
 			h.upserts = append(h.upserts, "phase="+v)
 		}
-		if v, ok := sa.GetKeyword(temporal.NewSearchAttributeKeyKeyword(SearchAttrWinner)); ok {
+		if v, ok := sa.GetKeyword(temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrWinner)); ok {
 			h.upserts = append(h.upserts, "winner="+v)
 		}
 	}).Return(nil).Maybe()
 	return h
 }
 
-func (h *harness) agentStep(_ context.Context, in activities.AgentStepInput) (activities.AgentStepResult, error) {
+func (h *harness) agentStep(_ context.Context, in contract.AgentStepInput) (contract.AgentStepResult, error) {
 	h.mu.Lock()
 	s, ok := h.script[stepKey{in.Agent, in.Step}]
 	seen := h.launches[in.Launch].Seen
 	h.calls[stepKey{in.Agent, in.Step}]++
 	h.mu.Unlock()
 	if !ok {
-		return activities.AgentStepResult{}, temporal.NewNonRetryableApplicationError(
+		return contract.AgentStepResult{}, temporal.NewNonRetryableApplicationError(
 			"unscripted step "+in.Agent+" "+strconv.Itoa(in.Step), "EnforcementError", nil)
 	}
 	if s.err != nil {
-		return activities.AgentStepResult{}, s.err
+		return contract.AgentStepResult{}, s.err
 	}
 	if s.seen != nil {
 		seen = s.seen
 	}
-	res := activities.AgentStepResult{Agent: in.Agent, Step: in.Step, Action: s.action, SeenSteps: seen,
+	res := contract.AgentStepResult{Agent: in.Agent, Step: in.Step, Action: s.action, SeenSteps: seen,
 		Key: "agents/" + in.Agent + "/" + strconv.Itoa(in.Step), Usage: coord.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.01}}
 	switch s.action {
 	case coord.ActionNewAnswer:
@@ -189,11 +189,11 @@ func (h *harness) agentStep(_ context.Context, in activities.AgentStepInput) (ac
 	return res, nil
 }
 
-func (h *harness) initSession(_ context.Context, in activities.InitSessionInput) (activities.InitSessionResult, error) {
+func (h *harness) initSession(_ context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.inits++
-	return activities.InitSessionResult{Location: "mem://" + in.SessionID}, nil
+	return contract.InitSessionResult{Location: "mem://" + in.SessionID}, nil
 }
 
 func (h *harness) searchAttrs(context.Context) (bool, error) {
@@ -202,35 +202,35 @@ func (h *harness) searchAttrs(context.Context) (bool, error) {
 	return h.saAvailable, nil
 }
 
-func (h *harness) writeStatus(_ context.Context, in activities.WriteStatusInput) error {
+func (h *harness) writeStatus(_ context.Context, in contract.WriteStatusInput) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.statuses = append(h.statuses, in.Status)
 	return nil
 }
 
-func (h *harness) writeInbox(_ context.Context, in activities.WriteInboxInput) error {
+func (h *harness) writeInbox(_ context.Context, in contract.WriteInboxInput) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.inbox = append(h.inbox, in)
 	return nil
 }
 
-func (h *harness) present(_ context.Context, in activities.PresentInput) (activities.PresentResult, error) {
+func (h *harness) present(_ context.Context, in contract.PresentInput) (contract.PresentResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.presents = append(h.presents, in)
 	if err := h.presentErr[in.Strategy]; err != nil {
-		return activities.PresentResult{}, err
+		return contract.PresentResult{}, err
 	}
-	return activities.PresentResult{Presenter: in.Presenter, Answer: "final answer by " + in.Presenter,
+	return contract.PresentResult{Presenter: in.Presenter, Answer: "final answer by " + in.Presenter,
 		Key: "final/answer.json", Usage: coord.Usage{InputTokens: 100, OutputTokens: 50, CostUSD: 0.1}}, nil
 }
 
 // run executes the workflow to its end.
 func (h *harness) run(in CoordinationInput) {
 	h.t.Helper()
-	h.env.ExecuteWorkflow(CoordinationName, in)
+	h.env.ExecuteWorkflow(contract.CoordinationName, in)
 	require.True(h.t, h.env.IsWorkflowCompleted(), "workflow did not complete")
 }
 

@@ -29,7 +29,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/internal/testenv"
 )
@@ -41,11 +41,11 @@ type liveFakes struct {
 	stored map[string]int
 }
 
-func (f *liveFakes) agentStep(ctx context.Context, in activities.AgentStepInput) (activities.AgentStepResult, error) {
+func (f *liveFakes) agentStep(ctx context.Context, in contract.AgentStepInput) (contract.AgentStepResult, error) {
 	time.Sleep(time.Duration(len(in.Agent)+in.Step*37%5) * 20 * time.Millisecond)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	res := activities.AgentStepResult{Agent: in.Agent, Step: in.Step, Key: "agents/" + in.Agent + "/" + strconv.Itoa(in.Step),
+	res := contract.AgentStepResult{Agent: in.Agent, Step: in.Step, Key: "agents/" + in.Agent + "/" + strconv.Itoa(in.Step),
 		Usage: coord.Usage{InputTokens: 10, OutputTokens: 5}}
 	if in.Step == 1 {
 		f.stored[in.Agent] = 1
@@ -63,7 +63,7 @@ func historyServer(t *testing.T) (bin, addr string, cl client.Client) {
 	addr = "127.0.0.1:" + strconv.Itoa(port)
 	testenv.StartProcess(t, "temporal", exec.Command(bin, "server", "start-dev", "--headless",
 		"--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--log-level", "error",
-		"--search-attribute", SearchAttrPhase+"=Keyword", "--search-attribute", SearchAttrWinner+"=Keyword"))
+		"--search-attribute", contract.SearchAttrPhase+"=Keyword", "--search-attribute", contract.SearchAttrWinner+"=Keyword"))
 	var err error
 	for i := 0; i < 100; i++ {
 		if cl, err = client.Dial(client.Options{HostPort: addr}); err == nil {
@@ -94,36 +94,36 @@ func TestGenerateHistory(t *testing.T) {
 	w := worker.New(cl, queue, worker.Options{})
 	Register(w)
 	f := &liveFakes{stored: map[string]int{}}
-	w.RegisterActivityWithOptions(f.agentStep, activity.RegisterOptions{Name: activities.NameAgentStep})
-	w.RegisterActivityWithOptions(func(_ context.Context, in activities.InitSessionInput) (activities.InitSessionResult, error) {
-		return activities.InitSessionResult{Location: "mem://" + in.SessionID}, nil
-	}, activity.RegisterOptions{Name: activities.NameInitSession})
+	w.RegisterActivityWithOptions(f.agentStep, activity.RegisterOptions{Name: contract.NameAgentStep})
+	w.RegisterActivityWithOptions(func(_ context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {
+		return contract.InitSessionResult{Location: "mem://" + in.SessionID}, nil
+	}, activity.RegisterOptions{Name: contract.NameInitSession})
 	w.RegisterActivityWithOptions(func(context.Context) (bool, error) { return true, nil },
-		activity.RegisterOptions{Name: activities.NameSearchAttrsSet})
-	w.RegisterActivityWithOptions(func(context.Context, activities.WriteStatusInput) error { return nil },
-		activity.RegisterOptions{Name: activities.NameWriteStatus})
-	w.RegisterActivityWithOptions(func(context.Context, activities.WriteInboxInput) error { return nil },
-		activity.RegisterOptions{Name: activities.NameWriteInbox})
-	w.RegisterActivityWithOptions(func(_ context.Context, in activities.PresentInput) (activities.PresentResult, error) {
-		return activities.PresentResult{Presenter: in.Presenter, Answer: "final", Key: "final/answer.json"}, nil
-	}, activity.RegisterOptions{Name: activities.NamePresent})
+		activity.RegisterOptions{Name: contract.NameSearchAttrsSet})
+	w.RegisterActivityWithOptions(func(context.Context, contract.WriteStatusInput) error { return nil },
+		activity.RegisterOptions{Name: contract.NameWriteStatus})
+	w.RegisterActivityWithOptions(func(context.Context, contract.WriteInboxInput) error { return nil },
+		activity.RegisterOptions{Name: contract.NameWriteInbox})
+	w.RegisterActivityWithOptions(func(_ context.Context, in contract.PresentInput) (contract.PresentResult, error) {
+		return contract.PresentResult{Presenter: in.Presenter, Answer: "final", Key: "final/answer.json"}, nil
+	}, activity.RegisterOptions{Name: contract.NamePresent})
 	require.NoError(t, w.Start())
 	defer w.Stop()
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "history-1", TaskQueue: queue},
-		CoordinationName, input(testConfig(a, b, c)))
+		contract.CoordinationName, input(testConfig(a, b, c)))
 	require.NoError(t, err)
 	h, err := cl.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), RunID: run.GetRunID(),
-		UpdateName: UpdateHumanInput, Args: []any{HumanInput{Text: "Keep it short."}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		UpdateName: contract.UpdateHumanInput, Args: []any{HumanInput{Text: "Keep it short."}}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	require.NoError(t, err)
 	var seq int
 	require.NoError(t, h.Get(ctx, &seq))
 	require.Equal(t, 1, seq)
 	var r CoordinationResult
 	require.NoError(t, run.Get(ctx, &r))
-	require.Equal(t, StatusConsensus, r.Status)
+	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, b, r.Winner)
 
 	writeHistory(t, bin, addr, run.GetID(), "coordination_status_writer_history.json")

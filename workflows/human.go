@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
@@ -30,10 +30,10 @@ func (w *coordination) validateHumanInput(_ workflow.Context, h HumanInput) erro
 // assigned before the write, so concurrent inputs keep their arrival order;
 // a failed write leaves a gap in the numbering, which readers tolerate.
 func (w *coordination) humanInput(ctx workflow.Context, h HumanInput) (int, error) {
-	w.inboxSeq++
-	seq := w.inboxSeq
-	err := workflow.ExecuteActivity(w.smallCtx(ctx, "human input "+strconv.Itoa(seq)), activities.NameWriteInbox,
-		activities.WriteInboxInput{
+	w.state.InboxSeq++
+	seq := w.state.InboxSeq
+	err := workflow.ExecuteActivity(w.smallCtx(ctx, "human input "+strconv.Itoa(seq)), contract.NameWriteInbox,
+		contract.WriteInboxInput{
 			SessionID: w.in.SessionID,
 			Seq:       seq,
 			Text:      strings.TrimSpace(h.Text),

@@ -10,34 +10,10 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
-
-// Names under which the coordination workflow and its handlers are known to
-// clients (`temporal workflow start --type Coordination`, the CLI, the UI).
-const (
-	CoordinationName = "Coordination"
-	QueryStatus      = "status"
-	UpdateHumanInput = "human_input"
-)
-
-// Result statuses of CoordinationResult.Status.
-const (
-	StatusConsensus = "consensus" // a majority (or unanimous) agreement, or decomposition complete
-	StatusPlurality = "plurality" // plurality decided: rule plurality, re-votes used up, or a stall
-	StatusTimeout   = "timeout"   // orchestrator_timeout_seconds ran out; the timeout winner's stored answer
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
-)
-
-// MaxHumanInputBytes bounds one human_input update; it goes into every later
-// agent context.
-const MaxHumanInputBytes = 8 << 10
-
-// MaxFinalAnswerBytes bounds CoordinationResult.FinalAnswer (the Present
-// activity already returns at most this much).
-const MaxFinalAnswerBytes = 64 << 10
 
 // CoordinationInput starts (or continues) a coordination session. The JSON
 // form is what `temporal workflow start --input` takes; config holds the YAML
@@ -105,8 +81,10 @@ func jsonKind(k reflect.Kind) string {
 }
 
 // CarriedState is everything a continued run needs that is not in the
-// session's storage. Continue-as-new waits for running steps first, so no
-// agent is running in Ledger.
+// session's storage. A run holds it as one value, updates it in place and
+// hands it to the next run as is, so no field can be forgotten on the way.
+// Continue-as-new waits for running steps first, so no agent is running in
+// Ledger.
 type CarriedState struct {
 	Ledger      coord.Ledger `json:"ledger"`
 	AnswerOrder []string     `json:"answer_order"`
@@ -179,9 +157,9 @@ func validateHumanInput(h HumanInput) error {
 	switch {
 	case strings.TrimSpace(h.Text) == "":
 		return fmt.Errorf("human input is empty: send some text for the agents")
-	case len(h.Text) > MaxHumanInputBytes:
+	case len(h.Text) > contract.MaxHumanInputBytes:
 		return fmt.Errorf("human input is %d bytes, more than the %d allowed: shorten it or put the details in a file the agents can read",
-			len(h.Text), MaxHumanInputBytes)
+			len(h.Text), contract.MaxHumanInputBytes)
 	}
 	return nil
 }
@@ -193,7 +171,7 @@ func normalize(in *CoordinationInput, workflowID string) error {
 	var problems []string
 	if in.decodeErr != "" {
 		return temporal.NewNonRetryableApplicationError(
-			"invalid coordination input: "+in.decodeErr, "InvalidInput", nil)
+			"invalid coordination input: "+in.decodeErr, contract.ErrTypeInvalidInput, nil)
 	}
 	if strings.TrimSpace(in.Task) == "" {
 		problems = append(problems, `task: required; say what the agents should do, e.g. {"task": "Write a haiku about durable execution"}`)
@@ -218,10 +196,10 @@ func normalize(in *CoordinationInput, workflowID string) error {
 		problems = append(problems, fmt.Sprintf("max_steps_before_continue: %d is not allowed; use 0 (server decides) or more",
 			in.MaxStepsBeforeContinue))
 	}
-	if in.SessionID != "" && !validSessionID(in.SessionID) {
-		problems = append(problems, fmt.Sprintf("session_id: %q cannot name a storage folder; use 1-200 letters, digits, '.', '_' or '-' (not . or ..)", in.SessionID))
+	if in.SessionID != "" && !contract.ValidSessionID(in.SessionID) {
+		problems = append(problems, fmt.Sprintf("session_id: %q cannot name a storage folder; %s", in.SessionID, contract.SessionIDRule))
 	}
-	if in.SessionID == "" && !validSessionID(workflowID) {
+	if in.SessionID == "" && !contract.ValidSessionID(workflowID) {
 		problems = append(problems, fmt.Sprintf("session_id: the workflow id %q cannot name a storage folder; pass a session_id of letters, digits, '.', '_' or '-'", workflowID))
 	}
 	if s := in.State; s != nil && !sameAgents(s.Ledger, in.Config.AgentIDs()) {
@@ -229,27 +207,12 @@ func normalize(in *CoordinationInput, workflowID string) error {
 	}
 	if len(problems) > 0 {
 		return temporal.NewNonRetryableApplicationError(
-			"invalid coordination input: "+strings.Join(problems, "; "), "InvalidInput", nil)
+			"invalid coordination input: "+strings.Join(problems, "; "), contract.ErrTypeInvalidInput, nil)
 	}
 	if in.SessionID == "" {
 		in.SessionID = workflowID
 	}
 	return nil
-}
-
-// validSessionID keeps a session id to one plain path element, so storage
-// keys built on it can never leave the storage root.
-func validSessionID(id string) bool {
-	if id == "" || id == "." || id == ".." || len(id) > 200 {
-		return false
-	}
-	for _, r := range id {
-		ok := r == '.' || r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 func sameAgents(l coord.Ledger, ids []string) bool {

@@ -10,21 +10,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/pipeline"
-)
-
-// Names of the pipeline workflow and its query.
-const (
-	PipelineName  = "Pipeline"
-	QueryProgress = "progress"
-	// QueryInput returns the run's input, so `conclave pipeline resume`
-	// can start the same definition again.
-	QueryInput = "input"
-	// ErrTypePipelineFailed is the failure type of a run that did not
-	// complete; its details hold the run's result.json.
-	ErrTypePipelineFailed = "PipelineFailed"
 )
 
 // Run statuses of a pipeline besides the step statuses.
@@ -36,7 +24,7 @@ const (
 // PipelineInput starts a pipeline run. The run id is the workflow id, and
 // the run's files live under <storage>/<run_id>/.
 type PipelineInput struct {
-	Definition activities.PipelineDefinition `json:"definition"`
+	Definition contract.PipelineDefinition `json:"definition"`
 	// Input is the user's request, given to every step.
 	Input string `json:"input"`
 	// ResumeFrom is an earlier run whose leading completed steps this run
@@ -65,21 +53,21 @@ func (in *PipelineInput) UnmarshalJSON(data []byte) error {
 // Pipeline walks a step graph (engine/pipeline): each step is one
 // PipelineStep activity with an isolated context, or a Coordination child
 // workflow for a coordination step. result.json is written after every
-// step. A run that does not complete fails with ErrTypePipelineFailed and
+// step. A run that does not complete fails with contract.ErrTypePipelineFailed and
 // its result as details, so the Web UI shows it as failed.
-func Pipeline(ctx workflow.Context, in PipelineInput) (activities.PipelineResult, error) {
+func Pipeline(ctx workflow.Context, in PipelineInput) (contract.PipelineResult, error) {
 	runID := workflow.GetInfo(ctx).WorkflowExecution.ID
 	if err := checkPipelineInput(in, runID); err != nil {
-		return activities.PipelineResult{}, err
+		return contract.PipelineResult{}, err
 	}
 	p := &pipelineRun{in: in, runID: runID, graph: in.Definition.Graph, state: pipeline.Begin(in.Definition.Graph), status: PipelineRunning}
-	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (activities.PipelineResult, error) {
+	if err := workflow.SetQueryHandler(ctx, contract.QueryProgress, func() (contract.PipelineResult, error) {
 		return p.result(), nil
 	}); err != nil {
-		return activities.PipelineResult{}, err
+		return contract.PipelineResult{}, err
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryInput, func() (PipelineInput, error) { return in, nil }); err != nil {
-		return activities.PipelineResult{}, err
+	if err := workflow.SetQueryHandler(ctx, contract.QueryInput, func() (PipelineInput, error) { return in, nil }); err != nil {
+		return contract.PipelineResult{}, err
 	}
 	if err := p.init(ctx); err != nil {
 		return p.result(), err
@@ -94,7 +82,7 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (activities.PipelineResult
 
 func checkPipelineInput(in PipelineInput, runID string) error {
 	if in.decodeErr != "" {
-		return temporal.NewNonRetryableApplicationError("invalid pipeline input: "+in.decodeErr, "InvalidInput", nil)
+		return temporal.NewNonRetryableApplicationError("invalid pipeline input: "+in.decodeErr, contract.ErrTypeInvalidInput, nil)
 	}
 	var problems []string
 	if strings.TrimSpace(in.Input) == "" {
@@ -114,20 +102,20 @@ func checkPipelineInput(in PipelineInput, runID string) error {
 			problems = append(problems, fmt.Sprintf("step %q: no backend, and definition.backend (the default) is not set", s.Name))
 		}
 	}
-	if !validSessionID(runID) {
+	if !contract.ValidSessionID(runID) {
 		problems = append(problems, fmt.Sprintf("the workflow id %q cannot name a storage folder; use letters, digits, '.', '_' or '-'", runID))
 	}
 	if err := in.Definition.Graph.Validate(); err != nil {
 		problems = append(problems, "definition.graph: "+strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	if in.ResumeFrom != "" && (!validSessionID(in.ResumeFrom) || in.ResumeFrom == runID) {
+	if in.ResumeFrom != "" && (!contract.ValidSessionID(in.ResumeFrom) || in.ResumeFrom == runID) {
 		problems = append(problems, fmt.Sprintf("resume_from: %q must be the id of another, earlier run", in.ResumeFrom))
 	}
 	if in.StepHeartbeatSeconds < 0 {
 		problems = append(problems, "step_heartbeat_seconds: must be positive or left out")
 	}
 	if len(problems) > 0 {
-		return temporal.NewNonRetryableApplicationError("invalid pipeline input: "+strings.Join(problems, "; "), "InvalidInput", nil)
+		return temporal.NewNonRetryableApplicationError("invalid pipeline input: "+strings.Join(problems, "; "), contract.ErrTypeInvalidInput, nil)
 	}
 	return nil
 }
@@ -140,16 +128,16 @@ type pipelineRun struct {
 	status   string
 	location string
 	context  string
-	entries  []activities.PipelineStepEntry
+	entries  []contract.PipelineStepEntry
 	usage    coord.Usage
 	// last is the latest step; from the latest folder with a workspace.
-	last *activities.PipelineStepResult
+	last *contract.PipelineStepResult
 	from string
 }
 
 func (p *pipelineRun) init(ctx workflow.Context) error {
-	var res activities.InitPipelineResult
-	err := workflow.ExecuteActivity(storageActivityCtx(ctx, "init pipeline", 5*time.Minute), activities.NameInitPipeline, activities.InitPipelineInput{
+	var res contract.InitPipelineResult
+	err := workflow.ExecuteActivity(storageActivityCtx(ctx, "init pipeline", 5*time.Minute), contract.NameInitPipeline, contract.InitPipelineInput{
 		RunID: p.runID, Definition: p.in.Definition, Input: p.in.Input, ResumeFrom: p.in.ResumeFrom,
 	}).Get(ctx, &res)
 	if err != nil {
@@ -160,9 +148,9 @@ func (p *pipelineRun) init(ctx workflow.Context) error {
 	if p.in.ResumeFrom == "" {
 		return nil
 	}
-	var reuse activities.PipelineReuseResult
-	err = workflow.ExecuteActivity(storageActivityCtx(ctx, "reuse steps of "+p.in.ResumeFrom, 5*time.Minute), activities.NamePipelineReuse,
-		activities.PipelineReuseInput{RunID: p.runID, From: p.in.ResumeFrom}).Get(ctx, &reuse)
+	var reuse contract.PipelineReuseResult
+	err = workflow.ExecuteActivity(storageActivityCtx(ctx, "reuse steps of "+p.in.ResumeFrom, 5*time.Minute), contract.NamePipelineReuse,
+		contract.PipelineReuseInput{RunID: p.runID, From: p.in.ResumeFrom}).Get(ctx, &reuse)
 	if err != nil {
 		return p.end(ctx, string(pipeline.Error), "resume: "+failureMessage(err))
 	}
@@ -182,7 +170,7 @@ func (p *pipelineRun) step(ctx workflow.Context) error {
 	step, _ := p.graph.Step(p.state.Current)
 	seq := p.state.Seq + 1
 	start := workflow.Now(ctx)
-	var r activities.PipelineStepResult
+	var r contract.PipelineStepResult
 	var err error
 	if step.Kind == pipeline.KindCoordination {
 		r, err = p.coordinate(ctx, step, seq)
@@ -191,7 +179,7 @@ func (p *pipelineRun) step(ctx workflow.Context) error {
 	}
 	if err != nil {
 		if temporal.IsCanceledError(err) || ctx.Err() != nil {
-			p.entries = append(p.entries, activities.PipelineStepEntry{Seq: seq, Name: step.Name, Status: pipeline.Cancelled,
+			p.entries = append(p.entries, contract.PipelineStepEntry{Seq: seq, Name: step.Name, Status: pipeline.Cancelled,
 				DurationMs: workflow.Now(ctx).Sub(start).Milliseconds(), Evidence: []string{}})
 			dctx, cancel := workflow.NewDisconnectedContext(ctx)
 			defer cancel()
@@ -199,7 +187,7 @@ func (p *pipelineRun) step(ctx workflow.Context) error {
 			p.writeResult(dctx)
 			return temporal.NewCanceledError(p.result())
 		}
-		r = activities.PipelineStepResult{Seq: seq, Step: step.Name, Status: pipeline.Error, Error: failureMessage(err)}
+		r = contract.PipelineStepResult{Seq: seq, Step: step.Name, Status: pipeline.Error, Error: failureMessage(err)}
 	}
 	r.DurationMs = workflow.Now(ctx).Sub(start).Milliseconds()
 	p.advance(r)
@@ -208,14 +196,14 @@ func (p *pipelineRun) step(ctx workflow.Context) error {
 }
 
 // advance records a step's result and feeds it to the state machine.
-func (p *pipelineRun) advance(r activities.PipelineStepResult) {
+func (p *pipelineRun) advance(r contract.PipelineStepResult) {
 	evidence := r.Evidence
 	if evidence == nil {
 		evidence = []string{}
 	}
-	p.entries = append(p.entries, activities.PipelineStepEntry{
+	p.entries = append(p.entries, contract.PipelineStepEntry{
 		Seq: r.Seq, Name: r.Step, Status: r.Status, DurationMs: r.DurationMs, Usage: r.Usage,
-		Evidence: evidence, Error: r.Error, Summary: activities.Preview(r.Summary), Folder: r.Folder,
+		Evidence: evidence, Error: r.Error, Summary: contract.Preview(r.Summary), Folder: r.Folder,
 		Session: r.Session, Reused: r.Reused,
 	})
 	p.usage = addUsage(p.usage, r.Usage)
@@ -229,15 +217,15 @@ func (p *pipelineRun) advance(r activities.PipelineStepResult) {
 	}
 }
 
-func (p *pipelineRun) runStep(ctx workflow.Context, step pipeline.Step, seq int) (activities.PipelineStepResult, error) {
-	in := activities.PipelineStepInput{
+func (p *pipelineRun) runStep(ctx workflow.Context, step pipeline.Step, seq int) (contract.PipelineStepResult, error) {
+	in := contract.PipelineStepInput{
 		RunID: p.runID, Seq: seq, Step: step.Name, Title: p.in.Definition.Title, Graph: p.graph,
 		Backend: p.in.Definition.Backend, Input: p.in.Input, Context: p.context, Previous: p.previous(),
 		From: p.from, ResumeKey: p.state.ResumeKey, Resume: p.state.Resume,
 	}
-	var r activities.PipelineStepResult
+	var r contract.PipelineStepResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, p.stepOptions(step.Name, seq)),
-		activities.NamePipelineStep, in).Get(ctx, &r)
+		contract.NamePipelineStep, in).Get(ctx, &r)
 	return r, err
 }
 
@@ -245,7 +233,7 @@ func (p *pipelineRun) previous() *pipeline.Previous {
 	if p.last == nil {
 		return nil
 	}
-	return &pipeline.Previous{Name: p.last.Step, Status: string(p.last.Status), Summary: activities.Preview(p.last.Summary)}
+	return &pipeline.Previous{Name: p.last.Step, Status: string(p.last.Status), Summary: contract.Preview(p.last.Summary)}
 }
 
 func (p *pipelineRun) stepOptions(name string, seq int) workflow.ActivityOptions {
@@ -261,7 +249,7 @@ func (p *pipelineRun) smallCtx(ctx workflow.Context, summary string) workflow.Co
 
 // finish ends the run: completed returns the result; anything else fails
 // the workflow with the result as details.
-func (p *pipelineRun) finish(ctx workflow.Context) (activities.PipelineResult, error) {
+func (p *pipelineRun) finish(ctx workflow.Context) (contract.PipelineResult, error) {
 	p.status = p.state.Outcome
 	if p.status == "" {
 		p.status = string(pipeline.Error)
@@ -292,16 +280,16 @@ func (p *pipelineRun) failure() error {
 	if p.state.Reason != "" {
 		msg += ": " + p.state.Reason
 	}
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypePipelineFailed, nil, p.result())
+	return temporal.NewNonRetryableApplicationError(msg, contract.ErrTypePipelineFailed, nil, p.result())
 }
 
 // result is result.json: every step run so far in order, then the steps
 // the run never reached as not_run.
-func (p *pipelineRun) result() activities.PipelineResult {
-	r := activities.PipelineResult{
+func (p *pipelineRun) result() contract.PipelineResult {
+	r := contract.PipelineResult{
 		RunID: p.runID, Title: p.in.Definition.Title, Status: p.status, Reason: p.state.Reason,
 		Usage: p.usage, ResumeFrom: p.in.ResumeFrom, Location: p.location,
-		Steps: append([]activities.PipelineStepEntry{}, p.entries...),
+		Steps: append([]contract.PipelineStepEntry{}, p.entries...),
 	}
 	if !p.state.Done {
 		r.Current = p.state.Current
@@ -312,15 +300,15 @@ func (p *pipelineRun) result() activities.PipelineResult {
 	}
 	for _, s := range p.graph.Steps {
 		if !ran[s.Name] {
-			r.Steps = append(r.Steps, activities.PipelineStepEntry{Name: s.Name, Status: pipeline.NotRun, Evidence: []string{}})
+			r.Steps = append(r.Steps, contract.PipelineStepEntry{Name: s.Name, Status: pipeline.NotRun, Evidence: []string{}})
 		}
 	}
 	return r
 }
 
 func (p *pipelineRun) writeResult(ctx workflow.Context) {
-	err := workflow.ExecuteActivity(p.smallCtx(ctx, "write result.json"), activities.NameWritePipelineResult,
-		activities.WritePipelineResultInput{RunID: p.runID, Result: p.result()}).Get(ctx, nil)
+	err := workflow.ExecuteActivity(p.smallCtx(ctx, "write result.json"), contract.NameWritePipelineResult,
+		contract.WritePipelineResultInput{RunID: p.runID, Result: p.result()}).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("result.json not written; the workflow result and the progress query still have it", "error", err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 )
 
@@ -14,8 +14,8 @@ import (
 // workflow, whose agents get the step's isolated context as their task.
 // Its final answer is the step's result; its final workspace joins the
 // run's shared files.
-func (p *pipelineRun) coordinate(ctx workflow.Context, step pipeline.Step, seq int) (activities.PipelineStepResult, error) {
-	folder := activities.StepFolder(seq, step.Name)
+func (p *pipelineRun) coordinate(ctx workflow.Context, step pipeline.Step, seq int) (contract.PipelineStepResult, error) {
+	folder := pipeline.StepFolder(seq, step.Name)
 	sessionID := fmt.Sprintf("%s.%03d-%s", p.runID, seq, step.Name)
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:    sessionID,
@@ -28,8 +28,8 @@ func (p *pipelineRun) coordinate(ctx workflow.Context, step pipeline.Step, seq i
 		StepHeartbeatSeconds: p.in.StepHeartbeatSeconds,
 	}
 	var cr CoordinationResult
-	res := activities.PipelineStepResult{Seq: seq, Step: step.Name, Folder: folder, Session: sessionID}
-	if err := workflow.ExecuteChildWorkflow(cctx, CoordinationName, in).Get(ctx, &cr); err != nil {
+	res := contract.PipelineStepResult{Seq: seq, Step: step.Name, Folder: folder, Session: sessionID}
+	if err := workflow.ExecuteChildWorkflow(cctx, contract.CoordinationName, in).Get(ctx, &cr); err != nil {
 		if ctx.Err() != nil {
 			return res, err
 		}
@@ -39,7 +39,7 @@ func (p *pipelineRun) coordinate(ctx workflow.Context, step pipeline.Step, seq i
 	}
 	res.Status, res.Summary, res.Usage = pipeline.Completed, cr.FinalAnswer, cr.Usage
 	err := workflow.ExecuteActivity(storageActivityCtx(ctx, fmt.Sprintf("store step %d · %s", seq, step.Name), 5*time.Minute),
-		activities.NameAdoptSession, activities.AdoptSessionInput{
+		contract.NameAdoptSession, contract.AdoptSessionInput{
 			RunID: p.runID, Folder: folder, From: p.from, Session: sessionID, Result: res,
 		}).Get(ctx, nil)
 	return res, err

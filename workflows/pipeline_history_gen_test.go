@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 )
@@ -46,9 +46,9 @@ func TestGeneratePipelineHistory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "pipeline-history-1", TaskQueue: queue},
-		PipelineName, PipelineInput{Definition: activities.PipelineDefinition{Title: "history", Graph: g, Backend: h.backend()}, Input: "a CLI"})
+		contract.PipelineName, PipelineInput{Definition: contract.PipelineDefinition{Title: "history", Graph: g, Backend: h.backend()}, Input: "a CLI"})
 	require.NoError(t, err)
-	var r activities.PipelineResult
+	var r contract.PipelineResult
 	require.NoError(t, run.Get(ctx, &r))
 	require.Equal(t, PipelineCompleted, r.Status)
 	require.Equal(t, []pipeline.Status{pipeline.CallPending, pipeline.Failed, pipeline.Completed, pipeline.Completed}, statuses(r))

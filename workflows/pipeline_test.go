@@ -12,9 +12,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/pipeline"
+	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/pipelinetest"
@@ -46,19 +48,19 @@ func (h *pipelineHarness) backend() *config.Backend {
 }
 
 // run runs one pipeline workflow to its end under run id id.
-func (h *pipelineHarness) run(id string, in PipelineInput) (activities.PipelineResult, error) {
+func (h *pipelineHarness) run(id string, in PipelineInput) (contract.PipelineResult, error) {
 	h.t.Helper()
 	env := quietSuite().NewTestWorkflowEnvironment()
 	Register(env)
 	env.RegisterActivity(h.acts)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
-	env.ExecuteWorkflow(PipelineName, in)
+	env.ExecuteWorkflow(contract.PipelineName, in)
 	require.True(h.t, env.IsWorkflowCompleted())
-	var res activities.PipelineResult
+	var res contract.PipelineResult
 	if err := env.GetWorkflowError(); err != nil {
 		var app *temporal.ApplicationError
 		require.True(h.t, errors.As(err, &app), "unexpected failure %v", err)
-		require.Equal(h.t, ErrTypePipelineFailed, app.Type(), "%v", err)
+		require.Equal(h.t, contract.ErrTypePipelineFailed, app.Type(), "%v", err)
 		require.NoError(h.t, app.Details(&res))
 		return res, err
 	}
@@ -66,16 +68,16 @@ func (h *pipelineHarness) run(id string, in PipelineInput) (activities.PipelineR
 	return res, nil
 }
 
-func (h *pipelineHarness) stored(runID string) activities.PipelineResult {
+func (h *pipelineHarness) stored(runID string) contract.PipelineResult {
 	h.t.Helper()
-	data, err := h.store.Get(context.Background(), runID+"/"+activities.PipelineResultKey)
+	data, err := h.store.Get(context.Background(), runID+"/"+session.PipelineResultKey)
 	require.NoError(h.t, err)
-	var r activities.PipelineResult
+	var r contract.PipelineResult
 	require.NoError(h.t, json.Unmarshal(data, &r))
 	return r
 }
 
-func statuses(r activities.PipelineResult) []pipeline.Status {
+func statuses(r contract.PipelineResult) []pipeline.Status {
 	var out []pipeline.Status
 	for _, s := range r.Steps {
 		out = append(out, s.Status)
@@ -90,7 +92,7 @@ func TestPipelineScenarioFailsThenResumes(t *testing.T) {
 	require.NoError(t, pipelinetest.WriteScenario(dir, 5, 200))
 	def, err := pipeline.LoadScenario(dir, h.backend())
 	require.NoError(t, err)
-	in := PipelineInput{Definition: activities.PipelineDefinition{Title: def.Title, Graph: def.Graph, Context: def.Context, Backend: def.Backend}, Input: "build it"}
+	in := PipelineInput{Definition: contract.PipelineDefinition{Title: def.Title, Graph: def.Graph, Context: def.Context, Backend: def.Backend}, Input: "build it"}
 
 	res, err := h.run("run-1", in)
 	require.Error(t, err)
@@ -153,7 +155,7 @@ func TestPipelineCallReturnsToCaller(t *testing.T) {
 		{Name: "lint", Prompt: "Lint the code."},
 		{Name: "export", Prompt: "Export."},
 	}}
-	res, err := h.run("run-call", PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	res, err := h.run("run-call", PipelineInput{Definition: contract.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
 	require.NoError(t, err)
 	var names []string
 	for _, s := range res.Steps {
@@ -184,7 +186,7 @@ func TestPipelineJumpLoopStopsAtMaxSteps(t *testing.T) {
 		{Name: "a", Prompt: "A", Destinations: []string{"b"}},
 		{Name: "b", Prompt: "B", Destinations: []string{"a"}},
 	}}
-	res, err := h.run("run-loop", PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	res, err := h.run("run-loop", PipelineInput{Definition: contract.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
 	require.Error(t, err)
 	require.Equal(t, pipeline.OutcomeMaxSteps, res.Status)
 	require.Len(t, res.Steps, 6)
@@ -203,7 +205,7 @@ func TestPipelineMaxIterationsAndOnFailure(t *testing.T) {
 		{Name: "work", Prompt: "Work.", Tools: []string{"list_files"}, MaxIterations: 3, OnFailure: "fix"},
 		{Name: "fix", Prompt: "Fix."},
 	}}
-	res, err := h.run("run-iter", PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	res, err := h.run("run-iter", PipelineInput{Definition: contract.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
 	require.NoError(t, err)
 	require.Equal(t, []pipeline.Status{pipeline.MaxIterations, pipeline.Completed}, statuses(res))
 	require.Contains(t, res.Steps[0].Error, "max_iterations 3")
@@ -213,7 +215,7 @@ func TestPipelineMaxIterationsAndOnFailure(t *testing.T) {
 func TestPipelineModelRejectsKey(t *testing.T) {
 	h := newPipelineHarness(t, llmtest.Fail(401, "Incorrect API key provided"))
 	g := pipeline.Graph{Start: "a", Steps: []pipeline.Step{{Name: "a", Prompt: "A", Next: "b"}, {Name: "b", Prompt: "B"}}}
-	res, err := h.run("run-401", PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	res, err := h.run("run-401", PipelineInput{Definition: contract.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
 	require.Error(t, err)
 	require.Equal(t, []pipeline.Status{pipeline.Error, pipeline.NotRun}, statuses(res))
 	require.Contains(t, res.Steps[0].Error, "401")
@@ -224,7 +226,7 @@ func TestPipelineRejectsBadInput(t *testing.T) {
 	env := quietSuite().NewTestWorkflowEnvironment()
 	Register(env)
 	g := pipeline.Graph{Start: "nowhere", Steps: []pipeline.Step{{Name: "a", Prompt: "A", Next: "b"}}}
-	env.ExecuteWorkflow(PipelineName, PipelineInput{Definition: activities.PipelineDefinition{Graph: g}})
+	env.ExecuteWorkflow(contract.PipelineName, PipelineInput{Definition: contract.PipelineDefinition{Graph: g}})
 	err := env.GetWorkflowError()
 	require.Error(t, err)
 	require.Contains(t, err.Error(), `start step "nowhere" is not a step`)
@@ -251,7 +253,7 @@ func TestPipelineCoordinationStep(t *testing.T) {
 		{Name: "plan", Prompt: "Plan.", Tools: []string{"write_file"}, Next: "review"},
 		{Name: "review", Prompt: "Review the plan.", Kind: pipeline.KindCoordination, Team: team},
 	}}
-	res, err := h.run("run-coord", PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	res, err := h.run("run-coord", PipelineInput{Definition: contract.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
 	require.NoError(t, err)
 	require.Equal(t, []pipeline.Status{pipeline.Completed, pipeline.Completed}, statuses(res))
 	require.Equal(t, "run-coord.002-review", res.Steps[1].Session)
@@ -286,7 +288,7 @@ func TestPipelineCancelKeepsWhatIsStored(t *testing.T) {
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run-cancel"})
 	env.SetTestTimeout(30 * time.Second)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 2*time.Second)
-	env.ExecuteWorkflow(PipelineName, PipelineInput{Definition: activities.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
+	env.ExecuteWorkflow(contract.PipelineName, PipelineInput{Definition: contract.PipelineDefinition{Graph: g, Backend: h.backend()}, Input: "x"})
 	require.True(t, env.IsWorkflowCompleted())
 	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "%v", env.GetWorkflowError())
 	stored := h.stored("run-cancel")
@@ -317,7 +319,7 @@ func TestPipelineBadInputTable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := quietSuite().NewTestWorkflowEnvironment()
 			Register(env)
-			env.ExecuteWorkflow(PipelineName, json.RawMessage(tc.input))
+			env.ExecuteWorkflow(contract.PipelineName, json.RawMessage(tc.input))
 			require.True(t, env.IsWorkflowCompleted())
 			err := env.GetWorkflowError()
 			require.Error(t, err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -38,28 +38,28 @@ func TestPlanLaunches(t *testing.T) {
 		want   []launchPlan
 	}{
 		{"first launch: everyone answers", []coord.Agent{{ID: a}, {ID: b}}, orch(nil),
-			nil, []launchPlan{{a, activities.ModeVoting, nil}, {b, activities.ModeVoting, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoting, nil}, {b, coord.ModeVoting, nil}}},
 		{"async: relaunch while a peer runs", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})}, orch(nil),
-			nil, []launchPlan{{a, activities.ModeVoting, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoting, nil}}},
 		{"rounds: barrier", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})},
 			orch(func(o *config.Orchestrator) { o.Scheduling = config.SchedulingRounds }), nil, nil},
 		{"fresh voter stays", []coord.Agent{
 			voted(a, 2, 1, 1, a, map[string]int{a: 1}), running(coord.Agent{ID: b})}, orch(nil), nil, nil},
 		{"stale voter relaunched, failed agent never", []coord.Agent{
 			voted(a, 2, 1, 1, a, map[string]int{a: 1}), answered(b, 1, 1), {ID: c, Failed: true}}, orch(nil),
-			nil, []launchPlan{{a, activities.ModeVoting, nil}, {b, activities.ModeVoting, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoting, nil}, {b, coord.ModeVoting, nil}}},
 		{"answer limit: vote-only", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})},
 			orch(func(o *config.Orchestrator) { o.MaxNewAnswersPerAgent = ptr(1) }),
-			nil, []launchPlan{{a, activities.ModeVoteOnly, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoteOnly, nil}}},
 		{"global limit: vote-only", []coord.Agent{answered(a, 1, 1), answered(b, 1, 1)},
 			orch(func(o *config.Orchestrator) { o.MaxNewAnswersGlobal = ptr(2) }),
-			nil, []launchPlan{{a, activities.ModeVoteOnly, nil}, {b, activities.ModeVoteOnly, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoteOnly, nil}, {b, coord.ModeVoteOnly, nil}}},
 		{"fairness: the leader votes", []coord.Agent{answered(a, 2, 2), {ID: b}},
 			orch(func(o *config.Orchestrator) {
 				o.FairnessLeadCapAnswers = 1
 				o.MaxNewAnswersPerAgent = nil
 			}),
-			nil, []launchPlan{{a, activities.ModeVoteOnly, nil}, {b, activities.ModeVoting, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoteOnly, nil}, {b, coord.ModeVoting, nil}}},
 		{"defer voting: wait for a running peer's first answer", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})},
 			orch(func(o *config.Orchestrator) {
 				o.MaxNewAnswersPerAgent = ptr(1)
@@ -70,74 +70,24 @@ func TestPlanLaunches(t *testing.T) {
 			orch(func(o *config.Orchestrator) {
 				o.MaxNewAnswersPerAgent = ptr(1)
 				o.DeferVotingUntilAllAnswered = true
-			}), nil, []launchPlan{{a, activities.ModeVoteOnly, nil}}},
+			}), nil, []launchPlan{{a, coord.ModeVoteOnly, nil}}},
 		{"max_steps_per_agent", []coord.Agent{answered(a, 3, 1), answered(b, 2, 1)},
 			orch(func(o *config.Orchestrator) { o.MaxStepsPerAgent = 3 }),
-			nil, []launchPlan{{b, activities.ModeVoting, nil}}},
+			nil, []launchPlan{{b, coord.ModeVoting, nil}}},
 		{"decomposition", []coord.Agent{{ID: a, LatestStep: 1, LastAction: coord.ActionStop,
 			Stop: &coord.Stop{SeenSteps: map[string]int{}, Step: 1}}, answered(b, 1, 1)},
 			orch(func(o *config.Orchestrator) { o.CoordinationMode = config.ModeDecomposition }),
-			nil, []launchPlan{{a, activities.ModeDecomposition, nil}, {b, activities.ModeDecomposition, nil}}},
+			nil, []launchPlan{{a, coord.ModeDecomposition, nil}, {b, coord.ModeDecomposition, nil}}},
 		{"re-vote", []coord.Agent{
 			voted(a, 2, 1, 1, a, map[string]int{a: 1, b: 1}), voted(b, 2, 1, 1, b, map[string]int{a: 1, b: 1})},
 			orch(nil), []string{a, b},
-			[]launchPlan{{a, activities.ModeVoteOnly, map[string]int{"x": 1}}, {b, activities.ModeVoteOnly, map[string]int{"x": 1}}}},
+			[]launchPlan{{a, coord.ModeVoteOnly, map[string]int{"x": 1}}, {b, coord.ModeVoteOnly, map[string]int{"x": 1}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := planLaunches(coord.Ledger{Agents: tc.l}, tc.o, tc.revote, map[string]int{"x": 1})
 			require.Equal(t, tc.want, got)
 		})
 	}
-}
-
-func TestJudge(t *testing.T) {
-	seen := map[string]int{a: 1, b: 1, c: 1}
-	split := coord.Ledger{Agents: []coord.Agent{voted(a, 2, 1, 1, a, seen), voted(b, 2, 1, 1, b, seen), voted(c, 2, 1, 1, c, seen)}}
-	o := config.DefaultOrchestrator()
-
-	v := judge(split, o, 0)
-	require.True(t, v.Revote)
-	v = judge(split, o, o.MaxRevoteRounds)
-	require.Equal(t, verdict{Done: true, Status: StatusPlurality, Winner: a, Reason: v.Reason}, v)
-
-	o.Consensus = config.ConsensusPlurality
-	require.Equal(t, StatusPlurality, judge(split, o, 0).Status)
-	agree := coord.Ledger{Agents: []coord.Agent{voted(a, 2, 1, 1, b, seen), voted(b, 2, 1, 1, b, seen), voted(c, 2, 1, 1, c, seen)}}
-	v = judge(agree, o, 0)
-	require.Equal(t, StatusConsensus, v.Status, "a majority under plurality is a consensus")
-	require.Equal(t, b, v.Winner)
-
-	failed := coord.Ledger{Agents: []coord.Agent{{ID: a, Failed: true}, {ID: b, Failed: true}}}
-	require.Equal(t, StatusFailed, judge(failed, o, 0).Status)
-
-	o = config.DefaultOrchestrator()
-	o.CoordinationMode = config.ModeDecomposition
-	stopped := func(id string, seen map[string]int) coord.Agent {
-		return coord.Agent{ID: id, LatestStep: 2, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionStop,
-			Stop: &coord.Stop{SeenSteps: seen, Step: 2}}
-	}
-	both := map[string]int{a: 1, b: 1}
-	require.False(t, judge(coord.Ledger{Agents: []coord.Agent{stopped(a, map[string]int{a: 1}), stopped(b, both)}}, o, 0).Done,
-		"a stale stop")
-	v = judge(coord.Ledger{Agents: []coord.Agent{{ID: a, Failed: true}, stopped(b, both)}}, o, 0)
-	require.Equal(t, verdict{Done: true, Status: StatusConsensus, Winner: b, Reason: v.Reason}, v, "first alive agent presents")
-}
-
-func TestStalled(t *testing.T) {
-	o := config.DefaultOrchestrator()
-	l := coord.Ledger{Agents: []coord.Agent{answered(a, 1, 1), answered(b, 1, 1)}}
-	v := stalled(l, o, []string{b, a})
-	require.Equal(t, StatusPlurality, v.Status)
-	require.Equal(t, a, v.Winner)
-	v = stalled(coord.Ledger{Agents: []coord.Agent{{ID: a, LatestStep: 3}}}, o, nil)
-	require.Equal(t, StatusFailed, v.Status)
-	require.Contains(t, v.Reason, "max_steps_per_agent")
-}
-
-func TestAnonymousTally(t *testing.T) {
-	seen := map[string]int{"zed": 1, "amy": 1}
-	l := coord.Ledger{Agents: []coord.Agent{voted("zed", 2, 1, 1, "amy", seen), voted("amy", 2, 1, 1, "amy", seen)}}
-	require.Equal(t, map[string]int{"agent1": 2}, anonymousTally(l), "amy sorts first: agent1")
 }
 
 func TestHumanInputJSON(t *testing.T) {
@@ -147,7 +97,7 @@ func TestHumanInputJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"text":"ho"}`), &h))
 	require.Equal(t, "ho", h.Text)
 	require.Error(t, json.Unmarshal([]byte(`42`), &h))
-	require.NoError(t, validateHumanInput(HumanInput{Text: strings.Repeat("é", MaxHumanInputBytes/2)}))
+	require.NoError(t, validateHumanInput(HumanInput{Text: strings.Repeat("é", contract.MaxHumanInputBytes/2)}))
 }
 
 func TestNormalize(t *testing.T) {
@@ -165,10 +115,10 @@ func TestNormalize(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
-	s, cut := activities.Truncate("héllo", 2)
+	s, cut := contract.Truncate("héllo", 2)
 	require.True(t, cut)
 	require.Equal(t, "h", s)
-	s, cut = activities.Truncate("abc", 3)
+	s, cut = contract.Truncate("abc", 3)
 	require.False(t, cut)
 	require.Equal(t, "abc", s)
 }

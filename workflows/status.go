@@ -3,7 +3,7 @@ package workflows
 import (
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
@@ -18,7 +18,7 @@ const asyncStatusChange = "async-status-writes"
 // Writes happen one at a time, in order; while one is in flight newer
 // snapshots replace each other, so only the latest is written next.
 type statusWriter struct {
-	next    *activities.WriteStatusInput // the snapshot to write next
+	next    *contract.WriteStatusInput // the snapshot to write next
 	summary string
 	busy    bool
 }
@@ -34,7 +34,7 @@ func (w *coordination) startStatusWriter(ctx workflow.Context) {
 			}
 			in, summary := *sw.next, sw.summary
 			sw.next, sw.busy = nil, true
-			err := workflow.ExecuteActivity(w.smallCtx(ctx, summary), activities.NameWriteStatus, in).Get(ctx, nil)
+			err := workflow.ExecuteActivity(w.smallCtx(ctx, summary), contract.NameWriteStatus, in).Get(ctx, nil)
 			sw.busy = false
 			if err != nil {
 				workflow.GetLogger(ctx).Warn("could not write status.json", "status", summary, "error", err)
@@ -47,7 +47,7 @@ func (w *coordination) startStatusWriter(ctx workflow.Context) {
 // coordination goes on, in line (after the writes before it) when the
 // phase is final, so status.json is complete when the workflow ends.
 func (w *coordination) writeStatus(ctx workflow.Context) {
-	in := activities.WriteStatusInput{SessionID: w.in.SessionID, Status: w.snapshot()}
+	in := contract.WriteStatusInput{SessionID: w.in.SessionID, Status: w.snapshot()}
 	summary := "status · " + w.phase
 	if sw := w.statusW; sw != nil {
 		if !finalPhase(w.phase) && ctx.Err() == nil {
@@ -59,7 +59,7 @@ func (w *coordination) writeStatus(ctx workflow.Context) {
 		sw.next = nil
 		_ = workflow.Await(ctx, func() bool { return !sw.busy })
 	}
-	err := workflow.ExecuteActivity(w.smallCtx(ctx, summary), activities.NameWriteStatus, in).Get(ctx, nil)
+	err := workflow.ExecuteActivity(w.smallCtx(ctx, summary), contract.NameWriteStatus, in).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("could not write status.json", "phase", w.phase, "error", err)
 	}

@@ -10,20 +10,17 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
-
-// Error types an activity raises that retrying cannot fix.
-var nonRetryable = []string{"EnforcementError", "ConfigError", "ModelRejected"}
 
 // stepRun is one launched AgentStep activity.
 type stepRun struct {
 	agent  string
 	step   int
 	launch int
-	mode   string
+	mode   coord.Mode
 	// answers is how many answers existed at launch (update_mode restart
 	// cancels only steps launched before a new answer).
 	answers int
@@ -50,7 +47,7 @@ func agentStepOptions(agent string, step, heartbeatSeconds int) workflow.Activit
 			// 1+2+…+32 s, then a minute apart: an agent survives about four
 			// minutes of storage outage or rate limiting.
 			MaximumAttempts:        10,
-			NonRetryableErrorTypes: nonRetryable,
+			NonRetryableErrorTypes: contract.NonRetryable(),
 		},
 		Summary: agent + " · step " + strconv.Itoa(step),
 	}
@@ -80,7 +77,7 @@ func storageActivityCtx(ctx workflow.Context, summary string, timeout time.Durat
 			BackoffCoefficient:     2,
 			MaximumInterval:        30 * time.Second,
 			MaximumAttempts:        5,
-			NonRetryableErrorTypes: nonRetryable,
+			NonRetryableErrorTypes: contract.NonRetryable(),
 		},
 		Summary: summary,
 	})
@@ -88,11 +85,11 @@ func storageActivityCtx(ctx workflow.Context, summary string, timeout time.Durat
 
 // launchReady starts every step the schedule allows now.
 func (w *coordination) launchReady(ctx workflow.Context, sel workflow.Selector) {
-	plans := planLaunches(w.ledger, w.orch, w.revote, w.revoteTally)
-	if len(plans) > 0 || !anyRunning(w.ledger) {
+	plans := planLaunches(w.state.Ledger, w.orch, w.state.Revote, w.state.RevoteTally)
+	if len(plans) > 0 || !coord.AnyRunning(w.state.Ledger) {
 		// A re-vote launches all its agents at once (none runs at a split);
 		// those that cannot step (failed, out of steps) keep their vote.
-		w.revote = nil
+		w.state.Revote = nil
 	}
 	for _, p := range plans {
 		w.launch(ctx, sel, p)
@@ -106,15 +103,15 @@ func (w *coordination) launchReady(ctx workflow.Context, sel workflow.Selector) 
 // a retried activity, or a relaunch after a restart-cancel, rewrites the same
 // keys; Launch tells the relaunch apart.
 func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p launchPlan) {
-	a := agentOf(w.ledger, p.Agent)
+	a := w.state.Ledger.Find(p.Agent)
 	a.Running = true
-	w.launches++
-	r := &stepRun{agent: p.Agent, step: a.LatestStep + 1, launch: w.launches, mode: p.Mode,
-		answers: totalAnswers(w.ledger)}
+	w.state.Launches++
+	r := &stepRun{agent: p.Agent, step: a.LatestStep + 1, launch: w.state.Launches, mode: p.Mode,
+		answers: coord.TotalAnswers(w.state.Ledger)}
 	stepCtx, cancel := workflow.WithCancel(ctx)
 	r.cancel = cancel
 	stepCtx = workflow.WithActivityOptions(stepCtx, agentStepOptions(r.agent, r.step, w.in.StepHeartbeatSeconds))
-	f := workflow.ExecuteActivity(stepCtx, activities.NameAgentStep, activities.AgentStepInput{
+	f := workflow.ExecuteActivity(stepCtx, contract.NameAgentStep, contract.AgentStepInput{
 		SessionID:    w.in.SessionID,
 		Agent:        r.agent,
 		Step:         r.step,
@@ -133,12 +130,12 @@ func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p lau
 // retries used up) fails its agent for good; the others go on.
 func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Future) {
 	w.running = slices.DeleteFunc(w.running, func(x *stepRun) bool { return x == r })
-	var res activities.AgentStepResult
+	var res contract.AgentStepResult
 	err := f.Get(ctx, &res)
 	if r.abandoned {
 		return // cancelled on purpose; the agent's state was handled then
 	}
-	a := agentOf(w.ledger, r.agent)
+	a := w.state.Ledger.Find(r.agent)
 	a.Running = false
 	if ctx.Err() != nil {
 		return // the workflow is cancelled: the step did not fail
@@ -147,7 +144,7 @@ func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Futur
 	if err != nil {
 		a.Failed = true
 		a.FailReason = fmt.Sprintf("step %d: %s", r.step, failureReason(err))
-		w.lastErr = fmt.Sprintf("%s step %d: %s", r.agent, r.step, failureReason(err))
+		w.state.LastError = fmt.Sprintf("%s step %d: %s", r.agent, r.step, failureReason(err))
 		w.lastCause = err
 		workflow.GetLogger(ctx).Warn("agent failed; coordination goes on without it",
 			"agent", r.agent, "step", r.step, "error", err)
@@ -162,20 +159,20 @@ func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Futur
 
 // apply records a step's action in the ledger (the step number is the one
 // the workflow assigned, whatever the result says).
-func (w *coordination) apply(a *coord.Agent, step int, res activities.AgentStepResult) {
+func (w *coordination) apply(a *coord.Agent, step int, res contract.AgentStepResult) {
 	a.LatestStep, a.LastAction = step, res.Action
 	a.Vote, a.Stop = nil, nil
 	switch res.Action {
 	case coord.ActionNewAnswer:
 		a.LatestAnswerStep = step
 		a.AnswerCount++
-		w.answerOrder = append(slices.DeleteFunc(w.answerOrder, func(id string) bool { return id == a.ID }), a.ID)
+		w.state.AnswerOrder = append(slices.DeleteFunc(w.state.AnswerOrder, func(id string) bool { return id == a.ID }), a.ID)
 	case coord.ActionVote:
 		a.Vote = &coord.Vote{Voter: a.ID, Target: res.Target, Reason: res.Reason, SeenSteps: res.SeenSteps, Step: step}
 	case coord.ActionStop:
 		a.Stop = &coord.Stop{Summary: res.Summary, Status: res.StopStatus, SeenSteps: res.SeenSteps, Step: step}
 	}
-	w.usage = addUsage(w.usage, res.Usage)
+	w.state.Usage = addUsage(w.state.Usage, res.Usage)
 }
 
 // restartPeers implements update_mode restart: a new answer cancels the
@@ -187,12 +184,12 @@ func (w *coordination) restartPeers(ctx workflow.Context, answerer string) {
 	if w.orch.UpdateMode != config.UpdateRestart || w.orch.DisableInjection {
 		return
 	}
-	total := totalAnswers(w.ledger)
+	total := coord.TotalAnswers(w.state.Ledger)
 	// abandon removes from w.running: walk a copy. (Walking w.running
 	// itself panicked unless the restarted step was the last one, so no
 	// recorded history depends on the old walk.)
 	for _, r := range slices.Clone(w.running) {
-		a := agentOf(w.ledger, r.agent)
+		a := w.state.Ledger.Find(r.agent)
 		if r.abandoned || r.agent == answerer || r.answers >= total || a.AnswerCount == 0 {
 			continue
 		}
@@ -206,7 +203,7 @@ func (w *coordination) restartPeers(ctx workflow.Context, answerer string) {
 func (w *coordination) abandon(r *stepRun) {
 	r.abandoned = true
 	r.cancel()
-	agentOf(w.ledger, r.agent).Running = false
+	w.state.Ledger.Find(r.agent).Running = false
 	w.running = slices.DeleteFunc(w.running, func(x *stepRun) bool { return x == r })
 }
 

@@ -8,34 +8,16 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
-// Search attributes a namespace may define (keyword type) to list sessions
-// by phase and winner; see SearchAttributesAvailable.
-const (
-	SearchAttrPhase  = "ConclavePhase"
-	SearchAttrWinner = "ConclaveWinner"
-)
-
-// snapshot is the status query's answer and status.json: coord.Summarize of
-// the ledger, plus usage and the decided winner.
+// snapshot is the status query's answer and status.json: coord.Summarize
+// of the ledger under the verdict, plus usage.
 func (w *coordination) snapshot() coord.Status {
-	rule := coord.Rule(w.orch.Consensus)
-	if w.status == StatusPlurality {
-		rule = coord.RulePlurality
-	}
-	s := coord.Summarize(w.ledger, rule, w.phase)
-	s.Usage = w.usage
+	s := coord.Summarize(w.state.Ledger, w.verdict, w.phase)
+	s.Usage = w.state.Usage
 	s.PresentationFallback = w.presentFallback
-	if w.winner != "" {
-		s.Winner = w.winner
-		s.Consensus = w.status == StatusConsensus || w.status == StatusPlurality
-	}
-	if w.phase != coord.PhaseCoordinating {
-		s.Relaunch = []string{} // nothing will be launched any more
-	}
 	return s
 }
 
@@ -62,30 +44,30 @@ func (w *coordination) details(ctx workflow.Context) {
 func (w *coordination) markdown() string {
 	var b strings.Builder
 	b.WriteString("**Phase:** " + w.phase)
-	if w.winner != "" {
-		b.WriteString(" · **Winner:** `" + w.winner + "` (" + w.status + ")")
+	if w.verdict.Winner != "" {
+		b.WriteString(" · **Winner:** `" + w.verdict.Winner + "` (" + w.verdict.Status + ")")
 	}
-	if w.revoteRound > 0 {
-		b.WriteString(" · **Re-votes:** " + strconv.Itoa(w.revoteRound))
+	if w.state.RevoteRound > 0 {
+		b.WriteString(" · **Re-votes:** " + strconv.Itoa(w.state.RevoteRound))
 	}
 	b.WriteString("\n\n| agent | state | answers | vote | step |\n|---|---|---|---|---|\n")
-	for _, a := range w.ledger.Agents {
+	for _, a := range w.state.Ledger.Agents {
 		state, step := string(coord.StateOf(a)), strconv.Itoa(a.LatestStep)
 		if r := w.runOf(a.ID); r != nil {
-			state = "running (" + r.mode + ")"
+			state = "running (" + string(r.mode) + ")"
 			step = fmt.Sprintf("%d → %d", a.LatestStep, r.step)
 		}
 		vote := "—"
 		if v := coord.CurrentVote(a); v != nil {
 			vote = "`" + v.Target + "`"
-			if coord.Stale(w.ledger, v) {
+			if coord.Stale(w.state.Ledger, v) {
 				vote += " (stale)"
 			}
 		}
 		b.WriteString(fmt.Sprintf("| `%s` | %s | %d | %s | %s |\n", a.ID, state, a.AnswerCount, vote, step))
 	}
 	b.WriteString(fmt.Sprintf("\n%d launches · %d input / %d output tokens · cost %s\n",
-		w.launches, w.usage.InputTokens, w.usage.OutputTokens, w.usage.Cost()))
+		w.state.Launches, w.state.Usage.InputTokens, w.state.Usage.OutputTokens, w.state.Usage.Cost()))
 	return b.String()
 }
 
@@ -100,7 +82,7 @@ func (w *coordination) runOf(agent string) *stepRun {
 
 // askSearchAttributes starts the question searchAttributesAvailable reads.
 func (w *coordination) askSearchAttributes(ctx workflow.Context) workflow.Future {
-	return workflow.ExecuteActivity(w.smallCtx(ctx, "search attributes"), activities.NameSearchAttrsSet)
+	return workflow.ExecuteActivity(w.smallCtx(ctx, "search attributes"), contract.NameSearchAttrsSet)
 }
 
 // searchAttributesAvailable asks once per session whether the namespace
@@ -118,15 +100,15 @@ func (w *coordination) searchAttributesAvailable(ctx workflow.Context, f workflo
 // upsertSearchAttributes sets ConclavePhase and ConclaveWinner when they
 // changed (each upsert is a history event).
 func (w *coordination) upsertSearchAttributes(ctx workflow.Context) {
-	if !w.searchAttrs {
+	if !w.state.SearchAttributes {
 		return
 	}
 	var updates []temporal.SearchAttributeUpdate
 	if w.phase != w.saPhase {
-		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(SearchAttrPhase).ValueSet(w.phase))
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrPhase).ValueSet(w.phase))
 	}
-	if w.winner != "" && w.winner != w.saWinner {
-		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(SearchAttrWinner).ValueSet(w.winner))
+	if w.verdict.Winner != "" && w.verdict.Winner != w.saWinner {
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrWinner).ValueSet(w.verdict.Winner))
 	}
 	if len(updates) == 0 {
 		return
@@ -135,5 +117,5 @@ func (w *coordination) upsertSearchAttributes(ctx workflow.Context) {
 		workflow.GetLogger(ctx).Warn("could not upsert search attributes", "error", err)
 		return
 	}
-	w.saPhase, w.saWinner = w.phase, w.winner
+	w.saPhase, w.saWinner = w.phase, w.verdict.Winner
 }

@@ -33,7 +33,7 @@ func main() {
 // run is main without the process: tests call it with their own streams.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
-	root.SetArgs(stepAlias(args))
+	root.SetArgs(massgenAlias(stepAlias(args)))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -59,7 +59,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newSessionCmd(), newStepCmd(), newWorkerCmd(), newRunCmd(), newDemoModelCmd(), newDevCmd(), newDemoCmd(), newPipelineCmd())
-	root.AddCommand(newCodecServerCmd(), newBenchCmd())
+	root.AddCommand(newCodecServerCmd(), newBenchCmd(), newValidateCmd())
 	root.AddCommand(newManageCmds()...)
 	return root
 }

@@ -10,6 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/workflows"
 )
@@ -57,7 +58,7 @@ func newManageCmds() []*cobra.Command {
 		text := strings.TrimSpace(args[1])
 		return withClient(&tf[2], func(c client.Client) error {
 			h, err := c.UpdateWorkflow(cmd.Context(), client.UpdateWorkflowOptions{
-				WorkflowID: args[0], UpdateName: workflows.UpdateHumanInput,
+				WorkflowID: args[0], UpdateName: contract.UpdateHumanInput,
 				Args: []any{workflows.HumanInput{Text: text}}, WaitForStage: client.WorkflowUpdateStageCompleted,
 			})
 			if err != nil {

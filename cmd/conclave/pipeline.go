@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/workflows"
@@ -116,35 +116,35 @@ func newPipelineCmd() *cobra.Command {
 
 // definition loads the pipeline of --pipeline or --scenario, checked
 // before anything runs.
-func (f *pipelineFlags) definition() (activities.PipelineDefinition, error) {
+func (f *pipelineFlags) definition() (contract.PipelineDefinition, error) {
 	var backend *config.Backend
 	if f.configPath != "" {
 		var err error
 		if backend, err = backendOf(f.configPath); err != nil {
-			return activities.PipelineDefinition{}, err
+			return contract.PipelineDefinition{}, err
 		}
 	}
 	var def *pipeline.Definition
 	var err error
 	switch {
 	case f.pipelinePath != "" && f.scenario != "":
-		return activities.PipelineDefinition{}, errors.New("give --pipeline or --scenario, not both")
+		return contract.PipelineDefinition{}, errors.New("give --pipeline or --scenario, not both")
 	case f.pipelinePath != "":
 		if def, err = pipeline.LoadPipeline(f.pipelinePath); err == nil && backend != nil {
 			def.Backend = backend
 		}
 	case f.scenario != "":
 		if backend == nil {
-			return activities.PipelineDefinition{}, errors.New("--scenario needs --config AGENT.yaml, the agent that runs the steps")
+			return contract.PipelineDefinition{}, errors.New("--scenario needs --config AGENT.yaml, the agent that runs the steps")
 		}
 		def, err = pipeline.LoadScenario(f.scenario, backend)
 	default:
-		return activities.PipelineDefinition{}, errors.New("give --pipeline FILE or --scenario DIR")
+		return contract.PipelineDefinition{}, errors.New("give --pipeline FILE or --scenario DIR")
 	}
 	if err != nil {
-		return activities.PipelineDefinition{}, err
+		return contract.PipelineDefinition{}, err
 	}
-	return activities.PipelineDefinition{Title: def.Title, Graph: def.Graph, Context: def.Context, Backend: def.Backend}, nil
+	return contract.PipelineDefinition{Title: def.Title, Graph: def.Graph, Context: def.Context, Backend: def.Backend}, nil
 }
 
 // backendOf reads the one agent of a config, whose backend runs a
@@ -179,7 +179,7 @@ func startPipeline(ctx context.Context, c client.Client, f *pipelineFlags, in wo
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: f.taskQueue, StaticSummary: fmt.Sprintf("%s · %d steps", title, len(in.Definition.Graph.Steps)),
-	}, workflows.PipelineName, in)
+	}, contract.PipelineName, in)
 	if err != nil {
 		return fmt.Errorf("start the pipeline: %w", err)
 	}
@@ -192,7 +192,7 @@ func startPipeline(ctx context.Context, c client.Client, f *pipelineFlags, in wo
 		return nil
 	}
 	done := make(chan error, 1)
-	var res activities.PipelineResult
+	var res contract.PipelineResult
 	go func() { done <- run.Get(ctx, &res) }()
 	tick := time.NewTicker(f.poll)
 	defer tick.Stop()
@@ -200,7 +200,7 @@ func startPipeline(ctx context.Context, c client.Client, f *pipelineFlags, in wo
 	var problems issues
 	workerSeen, ticks := false, 0
 	shown, running := 0, 0
-	show := func(r activities.PipelineResult) {
+	show := func(r contract.PipelineResult) {
 		for _, s := range r.Steps {
 			if s.Seq > shown {
 				fmt.Fprintln(out, stepLine(s))
@@ -254,7 +254,7 @@ func startPipeline(ctx context.Context, c client.Client, f *pipelineFlags, in wo
 	}
 }
 
-func stepLine(s activities.PipelineStepEntry) string {
+func stepLine(s contract.PipelineStepEntry) string {
 	line := fmt.Sprintf("step %d · %-16s %-14s %6.1fs  tokens %d", s.Seq, s.Name, s.Status, float64(s.DurationMs)/1000, s.Usage.InputTokens+s.Usage.OutputTokens)
 	if s.Reused {
 		line += "  (reused)"
@@ -268,7 +268,7 @@ func stepLine(s activities.PipelineStepEntry) string {
 	return line
 }
 
-func printPipeline(out io.Writer, r activities.PipelineResult) {
+func printPipeline(out io.Writer, r contract.PipelineResult) {
 	fmt.Fprintf(out, "%s  %s", r.RunID, r.Status)
 	if r.Current != "" {
 		fmt.Fprintf(out, " (now: %s)", r.Current)
@@ -283,9 +283,9 @@ func printPipeline(out io.Writer, r activities.PipelineResult) {
 	}
 }
 
-func pipelineProgress(ctx context.Context, c client.Client, id string) (activities.PipelineResult, error) {
-	var r activities.PipelineResult
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryProgress)
+func pipelineProgress(ctx context.Context, c client.Client, id string) (contract.PipelineResult, error) {
+	var r contract.PipelineResult
+	v, err := c.QueryWorkflow(ctx, id, "", contract.QueryProgress)
 	if err != nil {
 		return r, fmt.Errorf("query %s: %w", id, err)
 	}
@@ -294,7 +294,7 @@ func pipelineProgress(ctx context.Context, c client.Client, id string) (activiti
 
 func pipelineInputOf(ctx context.Context, c client.Client, id string) (workflows.PipelineInput, error) {
 	var in workflows.PipelineInput
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryInput)
+	v, err := c.QueryWorkflow(ctx, id, "", contract.QueryInput)
 	if err != nil {
 		return in, fmt.Errorf("read the input of run %s: %w", id, err)
 	}

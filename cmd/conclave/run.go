@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/workflows"
@@ -26,6 +27,8 @@ type runFlags struct {
 	configPath, criteria, id string
 	detach                   bool
 	poll                     time.Duration
+	// automation and strict are MassGen's habits (massgen.go).
+	automation, strict bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -35,6 +38,9 @@ func newRunCmd() *cobra.Command {
 		Short: "Start a multi-agent session and follow it to the final answer",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkConfig(f.configPath, f.strict, f.automation, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			in, err := sessionInput(f.configPath, f.criteria, args[0])
 			if err != nil {
 				return err
@@ -44,6 +50,9 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
+			if f.automation {
+				return followAutomation(cmd.Context(), c, &f, in, cmd.OutOrStdout())
+			}
 			return startAndFollow(cmd.Context(), c, &f, in, cmd.OutOrStdout())
 		},
 	}
@@ -54,6 +63,8 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.id, "id", "", "workflow id, also the session id (default conclave-<time>-<random>)")
 	cmd.Flags().BoolVar(&f.detach, "detach", false, "print the workflow id and return without waiting")
 	cmd.Flags().DurationVar(&f.poll, "poll", time.Second, "how often to refresh progress")
+	cmd.Flags().BoolVar(&f.automation, "automation", false, "quiet, machine-readable output: one PROGRESS line per change, then the final status.json (MassGen's --automation)")
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "refuse a config with warnings (MassGen settings Conclave ignores)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
@@ -87,7 +98,8 @@ func newWorkflowID() string {
 	return "conclave-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
 }
 
-func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workflows.CoordinationInput, out io.Writer) error {
+// startSession starts the coordination workflow under f.id (or a new id).
+func startSession(ctx context.Context, c client.Client, f *runFlags, in workflows.CoordinationInput) (client.WorkflowRun, string, error) {
 	id := f.id
 	if id == "" {
 		id = newWorkflowID()
@@ -99,17 +111,23 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: f.taskQueue, StaticSummary: summary,
 		StaticDetails: fmt.Sprintf("Conclave session with %d agents: %s", len(in.Config.Agents), strings.Join(in.Config.AgentIDs(), ", ")),
-	}, workflows.CoordinationName, in)
+	}, contract.CoordinationName, in)
 	if err != nil {
-		return fmt.Errorf("start the session: %w", err)
+		return nil, id, fmt.Errorf("start the session: %w", err)
+	}
+	return run, id, nil
+}
+
+func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workflows.CoordinationInput, out io.Writer) error {
+	run, id, err := startSession(ctx, c, f, in)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "session %s started\nWeb UI: %s\n", id, f.link(id))
 	if f.detach {
 		return nil
 	}
-	done := make(chan error, 1)
-	var res workflows.CoordinationResult
-	go func() { done <- run.Get(ctx, &res) }()
+	done, res := await(ctx, run)
 	tick := time.NewTicker(f.poll)
 	defer tick.Stop()
 	w := newWatcher(c, &f.temporalFlags)
@@ -122,7 +140,7 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 				// The Web UI link was printed when the session started.
 				return &detailedError{msg: fmt.Sprintf("session %s failed: %s", id, briefCause(err)), err: err}
 			}
-			printResult(out, res, f.link(id))
+			printResult(out, *res, f.link(id))
 			return nil
 		case <-tick.C:
 			ticks++
@@ -145,7 +163,7 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 
 func queryStatus(ctx context.Context, c client.Client, id string) (coord.Status, error) {
 	var s coord.Status
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+	v, err := c.QueryWorkflow(ctx, id, "", contract.QueryStatus)
 	if err != nil {
 		return s, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
@@ -27,9 +28,11 @@ func newSessionCmd() *cobra.Command {
 	status := &cobra.Command{
 		Use:   "status --session-dir DIR",
 		Short: "Print the coordination state of a step-mode session as JSON",
-		Long: "Prints phase, per-agent state, stale votes, the relaunch set and consensus\n" +
-			"(rule majority, as step mode defines it). External orchestrators call this to\n" +
-			"decide which agents to launch next. Unreadable files are listed on stderr.",
+		Long: "Prints phase, per-agent state, stale votes, the relaunch set, consensus and the\n" +
+			"winner, by the rules that end a Coordination workflow (rule majority, a split\n" +
+			"settled by plurality; decomposition when session.json says so). External\n" +
+			"orchestrators call this to decide which agents to launch next. Unreadable files\n" +
+			"are listed on stderr.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := openSessionDir(cmd.Context(), dir)
@@ -64,14 +67,31 @@ func newSessionCmd() *cobra.Command {
 	return cmd
 }
 
-// stepModeStatus applies seed 000's consensus rule to a stored session.
+// stepModeStatus judges a stored session by the rules that end a
+// Coordination workflow (coord.Judge), under step mode's settings: rule
+// majority; a full split is settled by plurality at once, since step mode
+// keeps no re-vote count; decomposition when session.json says so. When no
+// agent needs a step and nothing is decided, the session has stalled and
+// is decided the way the workflow decides a stall, so an orchestrator loop
+// that waits for consensus always ends.
 func stepModeStatus(snap *session.Snapshot) coord.Status {
 	l := snap.Ledger()
-	phase := "coordinating"
-	if coord.Decide(l, coord.RuleMajority).Reached {
-		phase = "done"
+	o := coord.VerdictOptions{Rule: coord.RuleMajority}
+	if snap.Info != nil && snap.Info.Mode == string(config.ModeDecomposition) {
+		o.Decomposition = true
 	}
-	return coord.Summarize(l, coord.RuleMajority, phase)
+	v := coord.Judge(l, o, 0)
+	if !v.Done && len(l.Agents) > 0 && len(coord.Relaunch(l)) == 0 {
+		v = coord.Stalled(l, o, snap.AnswerOrder())
+	}
+	phase := coord.PhaseCoordinating
+	switch {
+	case v.Decided():
+		phase = coord.PhaseDone
+	case v.Done:
+		phase = coord.PhaseFailed
+	}
+	return coord.Summarize(l, v, phase)
 }
 
 // openSessionDir opens an existing session; unlike storage.Open it refuses a
@@ -108,7 +128,7 @@ func storedUsage(ctx context.Context, st storage.Store, agents map[string]coord.
 		}
 		keys = append(keys, listed...)
 	}
-	keys = append(keys, session.FinalPrefix+"trace.jsonl")
+	keys = append(keys, session.FinalTraceKey)
 	for _, key := range keys {
 		if path.Base(key) != "trace.jsonl" {
 			continue

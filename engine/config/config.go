@@ -43,18 +43,42 @@ type Agent struct {
 
 // Backend says which model serves an agent and how to reach it.
 type Backend struct {
-	// Type is the client implementation; only BackendOpenAI exists, and it
-	// speaks to any OpenAI-compatible endpoint through BaseURL.
+	// Type names the provider (see Providers): openai, claude, gemini, grok,
+	// vllm, … Every type is reached through its OpenAI-compatible chat API;
+	// the type supplies the default base_url and api_key_env.
 	Type  string `yaml:"type" json:"type"`
 	Model string `yaml:"model" json:"model"`
-	// BaseURL overrides the OpenAI endpoint (vLLM, Ollama, LiteLLM, …).
+	// BaseURL overrides the provider's endpoint (vLLM, Ollama, LiteLLM, …).
 	BaseURL string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
 	// APIKeyEnv is the name of the environment variable holding the key. The
 	// worker that runs the agent reads it, so the key stays out of workflow
-	// history and session files.
+	// history and session files. Empty (keyless endpoints only) sends none.
 	APIKeyEnv   string   `yaml:"api_key_env" json:"api_key_env"`
 	Temperature *float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
 	MaxTokens   *int     `yaml:"max_tokens,omitempty" json:"max_tokens,omitempty"`
+	TopP        *float64 `yaml:"top_p,omitempty" json:"top_p,omitempty"`
+	// Reasoning and Text keep MassGen's (Responses API) spelling; they are
+	// sent as reasoning_effort and verbosity.
+	Reasoning *Reasoning `yaml:"reasoning,omitempty" json:"reasoning,omitempty"`
+	Text      *Text      `yaml:"text,omitempty" json:"text,omitempty"`
+	// ExtraBody is merged into the request body as is, for provider
+	// parameters Conclave does not model (top_k, search_parameters, …).
+	ExtraBody ExtraBody `yaml:"extra_body,omitempty" json:"extra_body,omitempty"`
+}
+
+// Reasoning is how hard a reasoning model thinks.
+type Reasoning struct {
+	// Effort is sent as reasoning_effort: minimal, low, medium or high (and
+	// whatever else the provider documents). MassGen's reasoning.summary
+	// has no chat-API counterpart: it is reported, not kept.
+	Effort string `yaml:"effort,omitempty" json:"effort,omitempty"`
+}
+
+// Text holds output settings.
+type Text struct {
+	// Verbosity is sent as verbosity (low, medium, high) where the provider
+	// takes it.
+	Verbosity string `yaml:"verbosity,omitempty" json:"verbosity,omitempty"`
 }
 
 // ModelPrice is the price of one model in USD per million tokens.
@@ -101,7 +125,7 @@ type Orchestrator struct {
 	MaxEnforcementAttempts     int    `yaml:"max_enforcement_attempts" json:"max_enforcement_attempts"`
 }
 
-// BackendOpenAI is the only backend type: any OpenAI-compatible endpoint.
+// BackendOpenAI is OpenAI's own API, the default backend type.
 const BackendOpenAI = "openai"
 
 // DefaultAPIKeyEnv is the variable read when a backend names none.
@@ -193,10 +217,11 @@ func DefaultOrchestrator() Orchestrator {
 }
 
 // ApplyDefaults fills the settings whose empty value is never meaningful: the
-// enums, backend.type and backend.api_key_env. It leaves numbers, booleans and
-// nullable settings alone, because 0, false and null are legitimate choices
-// there; their defaults come from DefaultOrchestrator, which Parse and JSON
-// decoding start from. It is idempotent.
+// enums, and backend.type, base_url and api_key_env from the provider. It
+// leaves numbers, booleans and nullable settings alone, because 0, false and
+// null are legitimate choices there; their defaults come from
+// DefaultOrchestrator, which Parse and JSON decoding start from. It is
+// idempotent.
 func (c *Config) ApplyDefaults() {
 	d := DefaultOrchestrator()
 	o := &c.Orchestrator
@@ -207,9 +232,27 @@ func (c *Config) ApplyDefaults() {
 	setIfEmpty(&o.UpdateMode, d.UpdateMode)
 	setIfEmpty(&o.FinalAnswerStrategy, d.FinalAnswerStrategy)
 	for i := range c.Agents {
-		setIfEmpty(&c.Agents[i].Backend.Type, BackendOpenAI)
-		setIfEmpty(&c.Agents[i].Backend.APIKeyEnv, DefaultAPIKeyEnv)
+		c.Agents[i].Backend.applyDefaults()
 	}
+}
+
+// applyDefaults fills base_url and api_key_env from the provider. openai
+// keeps an empty base_url (the client's default), as configs always have.
+func (b *Backend) applyDefaults() {
+	setIfEmpty(&b.Type, BackendOpenAI)
+	p, ok := LookupProvider(b.Type)
+	if !ok {
+		return
+	}
+	if b.Type == "azure_openai" {
+		b.BaseURL = normalizeAzure(b.BaseURL)
+	}
+	setIfEmpty(&b.BaseURL, p.BaseURL)
+	env := p.KeyEnv
+	if b.Type == "chatcompletion" {
+		env = keyEnvForHost(b.BaseURL)
+	}
+	setIfEmpty(&b.APIKeyEnv, env)
 }
 
 func setIfEmpty[T ~string](field *T, value T) {

@@ -41,12 +41,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c, err := Parse([]byte(src), "config.yaml")
 			require.NoError(t, err)
-			data, err := json.Marshal(c)
-			require.NoError(t, err)
-			var back Config
-			require.NoError(t, json.Unmarshal(data, &back))
-			assert.Equal(t, *c, back)
-			require.NoError(t, back.Validate())
+			data := requireJSONRoundTrip(t, c)
 
 			assert.NotContains(t, string(data), `"api_key"`)
 			assert.NotContains(t, jsonKeys(t, data), "api_key")
@@ -167,6 +162,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("agents: [&x {id: a, backend: {model: m}}, *x]\norchestrator: {max_steps_per_agent: \"x\"}"))
 	f.Add([]byte("prices: {a: {input: .nan}}\nagents: []\n---\n"))
 	f.Add([]byte("{{{"))
+	f.Add([]byte("agent: {id: Q.1, backend: {type: vllm, model: m, top_k: 2, extra_body: {a: [1]}, cwd: x}}\nui: {display_type: simple}\ntimeout_settings: {orchestrator_timeout_seconds: 9.5}\norchestrator: {presenter_agent: Q.1, coordination: {update_mode: restart, skip_voting: true}}\n"))
 	f.Add([]byte("agents: &a [*a]\n"))
 	f.Add([]byte("agent: {id: a, backend: {model: m}}\norchestrator: {<<: {scheduling: rounds}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -193,4 +189,17 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round-tripped config does not validate: %v", err)
 		}
 	})
+}
+
+// requireJSONRoundTrip checks that what a workflow carries decodes to the
+// same config, still valid, and returns the JSON.
+func requireJSONRoundTrip(t *testing.T, c *Config) []byte {
+	t.Helper()
+	data, err := json.Marshal(c)
+	require.NoError(t, err)
+	var back Config
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.Equal(t, *c, back)
+	require.NoError(t, back.Validate())
+	return data
 }

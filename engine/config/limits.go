@@ -16,3 +16,15 @@ func (o Orchestrator) Limits() coord.Limits {
 	}
 	return lim
 }
+
+// VerdictOptions turns the orchestrator's settings into the rules that end
+// coordination (coord.Judge, coord.Stalled), so the workflow and step
+// mode's `session status` read them the same way.
+func (o Orchestrator) VerdictOptions() coord.VerdictOptions {
+	return coord.VerdictOptions{
+		Rule:            coord.Rule(o.Consensus),
+		MaxRevoteRounds: o.MaxRevoteRounds,
+		Decomposition:   o.CoordinationMode == ModeDecomposition,
+		Presenter:       o.Presenter,
+	}
+}

@@ -23,34 +23,52 @@ type document struct {
 
 // Load reads and parses the config file at path.
 func Load(path string) (*Config, error) {
+	cfg, _, err := LoadWithWarnings(path)
+	return cfg, err
+}
+
+// LoadWithWarnings reads and parses the config file at path, returning what
+// the parser accepted without acting on it apart from the errors.
+func LoadWithWarnings(path string) (*Config, []Warning, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data, path)
+	return ParseWithWarnings(data, path)
 }
 
 // Parse decodes a YAML config strictly, applies defaults and validates it.
 // source names the input in messages ("config.yaml:12: …"). Every problem
 // found is reported at once, joined with errors.Join; validation problems
-// wrap a *FieldError.
+// wrap a *FieldError. MassGen's settings are accepted as
+// ParseWithWarnings describes; its warnings are dropped.
 func Parse(data []byte, source string) (*Config, error) {
+	cfg, _, err := ParseWithWarnings(data, source)
+	return cfg, err
+}
+
+// ParseWithWarnings is Parse that also returns the warnings: MassGen
+// settings accepted without being acted on, and settings mapped onto
+// Conclave's. Warnings come back with errors too, so a caller can show
+// everything in one pass.
+func ParseWithWarnings(data []byte, source string) (*Config, []Warning, error) {
 	if source == "" {
 		source = "config"
 	}
 	var root yaml.Node
 	if err := safeDecode(func() error { return yaml.Unmarshal(data, &root) }); err != nil {
-		return nil, syntaxError(source, err)
+		return nil, nil, syntaxError(source, err)
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].ShortTag() == "!!null" {
-		return nil, fmt.Errorf("%s: the config is empty; it needs at least an `agents:` list", source)
+		return nil, nil, fmt.Errorf("%s: the config is empty; it needs at least an `agents:` list", source)
 	}
 	top := root.Content[0]
 	if top.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s:%d: the config must be a mapping with the keys agents (or agent), orchestrator and prices", source, top.Line)
+		return nil, nil, fmt.Errorf("%s:%d: the config must be a mapping with the keys agents (or agent), orchestrator and prices", source, top.Line)
 	}
 	idx := indexNodes(top)
 	p := problems{source: source}
+	mg := scanMassGen(top, source)
 
 	// A key in the file would be copied into workflow history and session
 	// files, so it is refused outright, before strict decoding could report
@@ -67,21 +85,27 @@ func Parse(data []byte, source string) (*Config, error) {
 	if err := safeDecode(func() error { return dec.Decode(&doc) }); err != nil {
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
-			return nil, syntaxError(source, err)
+			return nil, mg.warnings, syntaxError(source, err)
 		}
 		for _, msg := range te.Errors {
-			p.decodeError(msg, idx)
+			p.decodeError(msg, idx, mg.keys)
 		}
 	}
+	for _, e := range mg.errs {
+		p.at(e.line, e.msg)
+	}
+	fatal := false
 	if err := dec.Decode(new(yaml.Node)); err != io.EOF {
 		p.add(fmt.Sprintf("%s: only one YAML document is allowed; remove the second `---` and what follows it", source))
+		fatal = true
 	}
 	agentsKey, oneKey := idx.top("agents"), idx.top("agent")
 	if agentsKey != nil && oneKey != nil {
 		p.at(oneKey.Line, fmt.Sprintf("use either `agent:` (one agent) or `agents:` (a list), not both; `agents:` is at line %d", agentsKey.Line))
+		fatal = true
 	}
-	if len(p.errs) > 0 {
-		return nil, errors.Join(p.errs...)
+	if fatal {
+		return nil, mg.warnings, errors.Join(p.errs...)
 	}
 
 	single := oneKey != nil
@@ -89,12 +113,18 @@ func Parse(data []byte, source string) (*Config, error) {
 		doc.Agents = []Agent{*doc.One}
 	}
 	cfg := &doc.Config
+	mg.apply(cfg, &p, idx)
+	slices.SortStableFunc(mg.warnings, func(a, b Warning) int { return a.Line - b.Line })
 	cfg.ApplyDefaults()
+	// Values are checked even when keys were wrong, so one pass shows every
+	// problem; a setting that failed to decode is not reported twice.
 	if err := cfg.Validate(); err != nil {
 		p.validation(err, idx, single)
-		return nil, errors.Join(p.errs...)
 	}
-	return cfg, nil
+	if len(p.errs) > 0 {
+		return nil, mg.warnings, errors.Join(p.errs...)
+	}
+	return cfg, mg.warnings, nil
 }
 
 // safeDecode turns a panic inside the YAML decoder into an error: yaml.v3
@@ -113,6 +143,9 @@ func safeDecode(decode func() error) (err error) {
 type problems struct {
 	source string
 	errs   []error
+	// unreadable holds the lines of values that failed to decode; the
+	// zero value left in their place is not reported again by validation.
+	unreadable map[int]bool
 }
 
 func (p *problems) add(msg string) { p.errs = append(p.errs, errors.New(msg)) }
@@ -149,6 +182,9 @@ func (p *problems) validation(err error, idx *nodeIndex, single bool) {
 	}
 	slices.SortStableFunc(found, func(a, b located) int { return a.line - b.line })
 	for _, f := range found {
+		if f.line > 0 && p.unreadable[f.line] {
+			continue // that setting's value is already reported as unreadable
+		}
 		p.wrapAt(f.line, f.err)
 	}
 }
@@ -161,7 +197,9 @@ var (
 
 // decodeError rewrites one of yaml.v3's strict-decoding messages in the
 // user's terms: the file, the line, the field path, what was expected.
-func (p *problems) decodeError(msg string, idx *nodeIndex) {
+// compat holds the keys MassGen compatibility took charge of, which are not
+// unknown.
+func (p *problems) decodeError(msg string, idx *nodeIndex, compat map[*yaml.Node]bool) {
 	if m := unknownFieldRe.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		name := m[2]
@@ -171,6 +209,9 @@ func (p *problems) decodeError(msg string, idx *nodeIndex) {
 		where := "at the top level"
 		for _, k := range idx.keys {
 			if k.key.Line == line && k.key.Value == name {
+				if compat[k.key] {
+					return
+				}
 				if parent := parentPath(k.path); parent != "" {
 					where = "in " + parent
 				}
@@ -186,6 +227,10 @@ func (p *problems) decodeError(msg string, idx *nodeIndex) {
 	}
 	if m := wrongTypeRe.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
+		if p.unreadable == nil {
+			p.unreadable = map[int]bool{}
+		}
+		p.unreadable[line] = true
 		want := describeType(m[4])
 		for _, k := range idx.keys {
 			if k.val.Line == line && sameValue(k.val, m[3]) {

@@ -23,8 +23,10 @@ func (e *FieldError) Error() string { return e.Path + ": " + e.Problem }
 
 var (
 	// Agent ids become directory names and S3 key segments, so they are kept
-	// short and free of anything a path or a URL would need to escape.
-	idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+	// short and free of anything a path or a URL would need to escape. They
+	// allow what MassGen configs use (gemini2.5flash, Qwen3-4b); a leading
+	// '.' could hide a folder or make "..", so ids start with a letter or digit.
+	idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 	// Upper case only: it is the convention, and it refuses a pasted API key
 	// (almost always mixed case) that would otherwise end up in workflow history.
 	envPattern   = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
@@ -32,6 +34,9 @@ var (
 )
 
 const (
+	// maxIDLength keeps ids usable as folder names and S3 key segments while
+	// allowing MassGen's descriptive ids.
+	maxIDLength = 64
 	// Step numbers are zero-padded to three digits in storage keys (NNN);
 	// step 1000 would break their lexical order.
 	maxStepsPerAgent = 999
@@ -53,10 +58,17 @@ func (c *Config) Validate() error {
 		a := &c.Agents[i]
 		p := indexPath("agents", i)
 		v.agent(p, a, c.Orchestrator.CoordinationMode)
-		if j, dup := firstUse[a.ID]; dup && a.ID != "" {
-			v.add(p+".id", fmt.Sprintf("%q is already the id of agents[%d]; ids must be unique", a.ID, j))
+		// Ids differing only in case would share a folder on a
+		// case-insensitive disk (macOS, Windows).
+		folded := strings.ToLower(a.ID)
+		if j, dup := firstUse[folded]; dup && a.ID != "" {
+			if c.Agents[j].ID == a.ID {
+				v.add(p+".id", fmt.Sprintf("%q is already the id of agents[%d]; ids must be unique", a.ID, j))
+			} else {
+				v.add(p+".id", fmt.Sprintf("%q differs from agents[%d]'s %q only in case; ids must differ in more than case, because they name folders", a.ID, j, c.Agents[j].ID))
+			}
 		} else if !dup {
-			firstUse[a.ID] = i
+			firstUse[folded] = i
 		}
 	}
 	v.orchestrator("orchestrator", &c.Orchestrator, c.AgentIDs())
@@ -86,15 +98,35 @@ func (v *validator) agent(p string, a *Agent, mode CoordinationMode) {
 	switch {
 	case a.ID == "":
 		v.add(p+".id", "required; give the agent a short id such as agent_a")
-	case len(a.ID) > 32:
-		v.add(p+".id", fmt.Sprintf("%q is %d characters; ids are at most 32", a.ID, len(a.ID)))
+	case len(a.ID) > maxIDLength:
+		v.add(p+".id", fmt.Sprintf("%q is %d characters; ids are at most %d", a.ID, len(a.ID), maxIDLength))
 	case !idPattern.MatchString(a.ID):
-		v.add(p+".id", fmt.Sprintf("%q is not a valid id; use lowercase letters, digits, '_' and '-', starting with a letter or digit", a.ID))
+		v.add(p+".id", fmt.Sprintf("%q is not a valid id; use letters, digits, '.', '_' and '-', starting with a letter or digit", a.ID))
 	}
 	b := &a.Backend
 	bp := p + ".backend"
-	if b.Type != BackendOpenAI {
-		v.add(bp+".type", fmt.Sprintf("unsupported backend type %q; the only type is %q, which reaches any OpenAI-compatible endpoint through base_url", b.Type, BackendOpenAI))
+	v.backend(bp, b)
+	if a.Subtask != "" && mode != ModeDecomposition {
+		v.add(p+".subtask", "subtasks are only used with coordination_mode: decomposition; set that mode or remove the subtask")
+	}
+}
+
+func (v *validator) backend(bp string, b *Backend) {
+	prov, known := LookupProvider(b.Type)
+	if why, refused := refusedTypes[b.Type]; refused {
+		// The rest (a model such types do not need, say) would only be noise.
+		v.add(bp+".type", fmt.Sprintf("backend type %q is not supported: it %s", b.Type, why))
+		return
+	}
+	switch {
+	case !known:
+		v.add(bp+".type", fmt.Sprintf("unsupported backend type %q; use one of: %s (chatcompletion reaches any OpenAI-compatible endpoint through base_url)", b.Type, strings.Join(providerTypes(), ", ")))
+	case b.BaseURL == "" && prov.BaseURL == "" && prov.BaseURLEnv == "" && b.Type != BackendOpenAI:
+		example := "https://llm.example.com/v1"
+		if b.Type == "azure_openai" {
+			example = "https://YOUR-RESOURCE.openai.azure.com/openai/v1"
+		}
+		v.add(bp+".base_url", fmt.Sprintf("required for type %s, which has no default endpoint; e.g. base_url: %s", b.Type, example))
 	}
 	if strings.TrimSpace(b.Model) == "" {
 		v.add(bp+".model", "required; name the model, e.g. gpt-4o-mini")
@@ -109,19 +141,41 @@ func (v *validator) agent(p string, a *Agent, mode CoordinationMode) {
 			v.add(bp+".base_url", "must not contain a user or password; credentials belong in the environment variable named by api_key_env")
 		}
 	}
-	if !envPattern.MatchString(b.APIKeyEnv) {
-		// The value is not echoed: it may be a key pasted into the wrong field.
-		v.add(bp+".api_key_env", "must be the name of an environment variable in upper case, e.g. OPENAI_API_KEY, not the key itself")
+	// Empty means "send no key", which only keyless endpoints allow.
+	if b.APIKeyEnv != "" || (known && prov.KeyEnv != "") {
+		if !envPattern.MatchString(b.APIKeyEnv) {
+			// The value is not echoed: it may be a key pasted into the wrong field.
+			v.add(bp+".api_key_env", "must be the name of an environment variable in upper case, e.g. OPENAI_API_KEY, not the key itself")
+		}
 	}
 	if t := b.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
 		v.add(bp+".temperature", fmt.Sprintf("%v is out of range; use a number from 0 to 2", *t))
 	}
+	if t := b.TopP; t != nil && !(*t >= 0 && *t <= 1) {
+		v.add(bp+".top_p", fmt.Sprintf("%v is out of range; use a number from 0 to 1", *t))
+	}
 	if n := b.MaxTokens; n != nil && *n < 1 {
 		v.add(bp+".max_tokens", fmt.Sprintf("%d is not allowed; use a positive number, or leave it out for the model's default", *n))
 	}
-	if a.Subtask != "" && mode != ModeDecomposition {
-		v.add(p+".subtask", "subtasks are only used with coordination_mode: decomposition; set that mode or remove the subtask")
+	if r := b.Reasoning; r != nil && r.Effort != "" && !plainKeyPath.MatchString(r.Effort) {
+		v.add(bp+".reasoning.effort", fmt.Sprintf("%q is not an effort level; use e.g. minimal, low, medium or high", r.Effort))
 	}
+	if t := b.Text; t != nil && t.Verbosity != "" && !slices.Contains([]string{"low", "medium", "high"}, t.Verbosity) {
+		v.add(bp+".text.verbosity", fmt.Sprintf("%q is not one of: low, medium, high", t.Verbosity))
+	}
+	for _, k := range b.ExtraBody.Keys() {
+		if slices.Contains(reservedBodyKeys, k) {
+			v.add(keyPath(bp+".extra_body", k), "Conclave sets this request field itself; remove it from extra_body")
+		}
+	}
+}
+
+func providerTypes() []string {
+	types := make([]string, len(providers))
+	for i, p := range providers {
+		types[i] = p.Type
+	}
+	return types
 }
 
 func (v *validator) orchestrator(p string, o *Orchestrator, ids []string) {

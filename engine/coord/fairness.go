@@ -2,22 +2,10 @@ package coord
 
 import "fmt"
 
-// FairnessLead is how many answers the agent is ahead of the slowest alive
-// peer: its AnswerCount minus the smallest AnswerCount among the other
-// non-failed agents. It is 0 for an unknown agent or one without alive peers,
-// and negative when the agent trails everyone. Failed peers are left out, or a
-// crashed agent would freeze everyone else's progress.
-func FairnessLead(l Ledger, agent string) int {
-	i := l.index(agent)
-	if i < 0 {
-		return 0
-	}
-	lead, _ := leadOver(l, i)
-	return lead
-}
-
-// leadOver is the lead of l.Agents[self] over its slowest alive peer; ok is
-// false without alive peers.
+// leadOver is how many answers l.Agents[self] is ahead of its slowest
+// alive peer (negative when it trails everyone); ok is false without alive
+// peers. Failed peers are left out, or a crashed agent would freeze
+// everyone else's progress.
 func leadOver(l Ledger, self int) (lead int, ok bool) {
 	slowest := 0
 	for i, p := range l.Agents {
@@ -35,10 +23,10 @@ func leadOver(l Ledger, self int) (lead int, ok bool) {
 }
 
 // fairnessBlock is the reason the lead cap blocks the next answer of
-// l.Agents[self], or "". A
-// lead of cap or more blocks, so after answering the lead never exceeds the
-// cap. A first answer is never blocked: every agent is owed one independent
-// attempt before pacing applies (seed 001, "Fairness and Pacing").
+// l.Agents[self], or "". A lead of cap or more blocks, so after answering
+// the lead never exceeds the cap. A first answer is never blocked: every
+// agent is owed one independent attempt before pacing applies (seed 001,
+// "Fairness and Pacing").
 func fairnessBlock(l Ledger, self int, leadCap *int) string {
 	if leadCap == nil || l.Agents[self].AnswerCount == 0 {
 		return ""

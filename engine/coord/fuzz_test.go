@@ -54,14 +54,14 @@ func FuzzStaleMonotonic(f *testing.F) {
 			return
 		}
 		voter := s.l.Agents[int(voterArg)%len(s.l.Agents)].ID
-		v := &Vote{Voter: voter, Target: candidates[int(targetArg)%len(candidates)], SeenSteps: SeenSteps(s.l)}
+		v := &Vote{Voter: voter, Target: candidates[int(targetArg)%len(candidates)], SeenSteps: seenNow(s.l)}
 		require.False(t, Stale(s.l, v), StaleReason(s.l, v))
 
 		answered := false
 		for i := 0; i+1 < len(more); i += 2 {
-			before := SeenSteps(s.l)
+			before := seenNow(s.l)
 			history = play(s, more[i:i+2], history)
-			answered = answered || !maps.Equal(before, SeenSteps(s.l))
+			answered = answered || !maps.Equal(before, seenNow(s.l))
 			require.Equal(t, answered, Stale(s.l, v), "after event %d: %s", i/2, StaleReason(s.l, v))
 		}
 	})
@@ -129,8 +129,8 @@ func FuzzDecide(f *testing.F) {
 			require.Equal(t, revote, o.Split && round < 1)
 		}
 
-		winner, how, err := TimeoutWinner(l, slices.Sorted(maps.Keys(SeenSteps(l))))
-		if len(SeenSteps(l)) == 0 {
+		winner, how, err := TimeoutWinner(l, slices.Sorted(maps.Keys(seenNow(l))))
+		if len(seenNow(l)) == 0 {
 			require.ErrorIs(t, err, ErrNoAnswers)
 		} else {
 			require.NoError(t, err)
@@ -159,7 +159,7 @@ func FuzzDecide(f *testing.F) {
 				require.True(t, ok, "fairness blocked a first answer: %s", reason)
 			}
 		}
-		_, err = json.Marshal(Summarize(l, RuleMajority, PhaseCoordinating))
+		_, err = json.Marshal(Summarize(l, verdictOf(Decide(l, RuleMajority)), PhaseCoordinating))
 		require.NoError(t, err)
 	})
 }
@@ -185,7 +185,7 @@ func FuzzPermutation(f *testing.F) {
 		for _, rule := range []Rule{RuleMajority, RulePlurality} {
 			assert.Equal(t, Decide(l, rule), Decide(lm, rule))
 		}
-		assert.Equal(t, Summarize(l, RulePlurality, PhaseDone), Summarize(lm, RulePlurality, PhaseDone))
+		assert.Equal(t, Summarize(l, verdictOf(Decide(l, RulePlurality)), PhaseDone), Summarize(lm, verdictOf(Decide(lm, RulePlurality)), PhaseDone))
 		w1, h1, e1 := TimeoutWinner(l, nil)
 		w2, h2, e2 := TimeoutWinner(lm, nil)
 		assert.Equal(t, []any{w1, h1, e1}, []any{w2, h2, e2})
@@ -195,9 +195,9 @@ func FuzzPermutation(f *testing.F) {
 		assert.Equal(t, om.Winner, pm.Winner)
 		assert.Equal(t, om.Split, pm.Split)
 		assert.Equal(t, om.Votes, pm.Votes)
-		assert.Equal(t, SeenSteps(l), SeenSteps(lp))
+		assert.Equal(t, seenNow(l), seenNow(lp))
 		assert.ElementsMatch(t, Relaunch(l), Relaunch(lp))
-		sl, sp := Summarize(l, RuleMajority, PhaseDone), Summarize(lp, RuleMajority, PhaseDone)
+		sl, sp := Summarize(l, verdictOf(Decide(l, RuleMajority)), PhaseDone), Summarize(lp, verdictOf(Decide(lp, RuleMajority)), PhaseDone)
 		assert.Equal(t, sl.Agents, sp.Agents)
 		assert.Equal(t, sl.Winner, sp.Winner)
 		lim := Limits{FairnessLeadCap: intp(1), MaxNewAnswersGlobal: intp(6), MaxNewAnswersPerAgent: intp(3)}

@@ -46,7 +46,7 @@ func (s *sim) answer(id string) *sim {
 
 // vote casts a vote having seen everything recorded so far.
 func (s *sim) vote(id, target string) *sim {
-	return s.voteSeen(id, target, SeenSteps(s.l))
+	return s.voteSeen(id, target, seenNow(s.l))
 }
 
 func (s *sim) voteSeen(id, target string, seen map[string]int) *sim {
@@ -73,7 +73,7 @@ func (s *sim) stopSeen(id string, seen map[string]int) *sim {
 	return s
 }
 
-func (s *sim) stop(id string) *sim { return s.stopSeen(id, SeenSteps(s.l)) }
+func (s *sim) stop(id string) *sim { return s.stopSeen(id, seenNow(s.l)) }
 
 func (s *sim) fail(id string) *sim {
 	s.agent(id).Failed = true
@@ -106,6 +106,19 @@ func cloneLedger(l Ledger) Ledger {
 	return out
 }
 
+// seenNow is what an agent deciding now has seen (the seen_steps of
+// vote.json and stop.json): every agent with an answer mapped to the step
+// of its latest answer.
+func seenNow(l Ledger) map[string]int {
+	seen := make(map[string]int)
+	for _, a := range l.Agents {
+		if a.LatestAnswerStep > 0 {
+			seen[a.ID] = a.LatestAnswerStep
+		}
+	}
+	return seen
+}
+
 func intp(n int) *int { return &n }
 
 // fuzzIDs are deliberately not in sorted order, so configuration order and
@@ -121,7 +134,7 @@ func fuzzSim(data []byte) (*sim, []map[string]int) {
 		data = data[1:]
 	}
 	s := newSim(fuzzIDs[:n]...)
-	history := []map[string]int{SeenSteps(s.l)}
+	history := []map[string]int{seenNow(s.l)}
 	return s, play(s, data, history)
 }
 
@@ -162,7 +175,7 @@ func play(s *sim, events []byte, history []map[string]int) []map[string]int {
 				s.voteSeen(id, other, nil)
 			}
 		}
-		history = append(history, SeenSteps(s.l))
+		history = append(history, seenNow(s.l))
 	}
 	return history
 }

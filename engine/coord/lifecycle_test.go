@@ -83,7 +83,7 @@ func TestSeedLifecycle(t *testing.T) {
 		})
 	}
 
-	st := Summarize(s.ledger(), RuleMajority, PhaseDone)
+	st := Summarize(s.ledger(), verdictOf(Decide(s.ledger(), RuleMajority)), PhaseDone)
 	got, err := json.Marshal(st)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{

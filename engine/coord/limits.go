@@ -11,7 +11,7 @@ type Limits struct {
 	// MaxNewAnswersGlobal caps the answers of all agents together.
 	MaxNewAnswersGlobal *int `json:"max_new_answers_global,omitempty"`
 	// FairnessLeadCap is the most answers an agent may be ahead of the slowest
-	// alive peer (fairness_lead_cap_answers); see FairnessLead.
+	// alive peer (fairness_lead_cap_answers); a first answer is never held back.
 	FairnessLeadCap *int `json:"fairness_lead_cap_answers,omitempty"`
 	// MaxStepsPerAgent is a hard guard against runaway agents; 0 = unlimited.
 	MaxStepsPerAgent int `json:"max_steps_per_agent,omitempty"`
@@ -38,7 +38,7 @@ func CanAnswer(l Ledger, agent string, lim Limits) (ok bool, reason string) {
 			a.AnswerCount, *m)
 	}
 	if m := lim.MaxNewAnswersGlobal; m != nil {
-		if total := totalAnswers(l); total >= *m {
+		if total := TotalAnswers(l); total >= *m {
 			return false, fmt.Sprintf("global answer limit reached (%d of %d): vote for the best answer instead",
 				total, *m)
 		}
@@ -49,25 +49,9 @@ func CanAnswer(l Ledger, agent string, lim Limits) (ok bool, reason string) {
 	return true, ""
 }
 
-// VoteOnly reports whether the agent must vote (or stop) instead of answering,
-// i.e. the round engine should not offer it new_answer.
-func VoteOnly(l Ledger, agent string, lim Limits) bool {
-	ok, _ := CanAnswer(l, agent, lim)
-	return !ok
-}
-
 // StepsExhausted reports whether the agent has used up max_steps_per_agent,
 // the hard guard that stops an agent that would otherwise never converge.
 // The workflow checks it before launching another step.
 func StepsExhausted(a Agent, lim Limits) bool {
 	return lim.MaxStepsPerAgent > 0 && a.LatestStep >= lim.MaxStepsPerAgent
-}
-
-// totalAnswers sums the answers of all agents, failed ones included.
-func totalAnswers(l Ledger) int {
-	total := 0
-	for _, a := range l.Agents {
-		total += a.AnswerCount
-	}
-	return total
 }

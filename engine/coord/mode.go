@@ -39,7 +39,7 @@ func NextMode(l Ledger, agent string, decomposition bool, lim Limits) (m Mode, o
 	if can, _ := CanAnswer(l, agent, lim); can {
 		return ModeVoting, true
 	}
-	if totalAnswers(l) == 0 {
+	if TotalAnswers(l) == 0 {
 		return ModeVoteOnly, false
 	}
 	return ModeVoteOnly, true

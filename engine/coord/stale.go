@@ -5,25 +5,10 @@ import (
 	"strings"
 )
 
-// SeenSteps is what an agent deciding now has seen: every agent with an
-// answer (the decider itself and failed agents included, since their stored
-// answers stay visible) mapped to the step of its latest answer. The workflow
-// records it in vote.json and stop.json so staleness can be judged later.
-func SeenSteps(l Ledger) map[string]int {
-	seen := make(map[string]int)
-	for _, a := range l.Agents {
-		if a.LatestAnswerStep > 0 {
-			seen[a.ID] = a.LatestAnswerStep
-		}
-	}
-	return seen
-}
-
 // Unseen lists, in configuration order, the agents whose latest answer is
 // newer than what seen records (a missing entry counts as 0). An empty result
-// means nothing was missed. Besides the stale rules, the round engine uses it
-// to pick peer answers to inject and for the terminal fairness gate, which
-// holds back a vote or stop until the latest answers have been observed.
+// means nothing was missed. It is the core of the stale rules (StaleReason,
+// StaleStop).
 func Unseen(l Ledger, seen map[string]int) []string {
 	var out []string
 	for _, a := range l.Agents {

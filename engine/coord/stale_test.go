@@ -6,14 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestSeenSteps(t *testing.T) {
-	s := newSim("b", "a", "c", "d")
-	assert.Empty(t, SeenSteps(s.ledger()))
-	s.answer("b").answer("a").vote("b", "a").answer("b").fail("a")
-	// c has no answer and is left out; failed a's answer stays visible.
-	assert.Equal(t, map[string]int{"a": 1, "b": 3}, SeenSteps(s.ledger()))
-}
-
 func TestUnseen(t *testing.T) {
 	l := newSim("b", "a", "c").answer("b").answer("a").answer("a").ledger()
 	assert.Empty(t, Unseen(l, map[string]int{"a": 2, "b": 1}))

@@ -49,6 +49,47 @@ func needsStep(l Ledger, a Agent) bool {
 	}
 }
 
+// Find is the agent with the given id, or nil. The pointer is into
+// l.Agents, so the workflow updates its ledger through it.
+func (l Ledger) Find(id string) *Agent {
+	if i := l.index(id); i >= 0 {
+		return &l.Agents[i]
+	}
+	return nil
+}
+
+// Alive counts the agents that have not failed: the N of the consensus
+// rules.
+func Alive(l Ledger) int {
+	n := 0
+	for _, a := range l.Agents {
+		if !a.Failed {
+			n++
+		}
+	}
+	return n
+}
+
+// AnyRunning reports whether some agent's step has not finished.
+func AnyRunning(l Ledger) bool {
+	for _, a := range l.Agents {
+		if a.Running {
+			return true
+		}
+	}
+	return false
+}
+
+// TotalAnswers sums the answers of all agents, failed ones included: they
+// were submitted and are stored, so they count toward the global cap.
+func TotalAnswers(l Ledger) int {
+	total := 0
+	for _, a := range l.Agents {
+		total += a.AnswerCount
+	}
+	return total
+}
+
 // index is the position of the agent with the given id, or -1. With duplicate
 // ids the first one wins, like configuration order does elsewhere.
 func (l Ledger) index(id string) int {

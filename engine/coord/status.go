@@ -128,19 +128,24 @@ func (u Usage) Cost() string {
 	return fmt.Sprintf("$%.4f", u.CostUSD)
 }
 
-// Summarize builds the status of a ledger under a consensus rule. Usage is
-// left zero: it comes from the steps' traces, which the ledger does not hold.
-// Consensus and Winner are what Decide says now; a caller that settled a
-// split by re-votes passes RulePlurality.
-func Summarize(l Ledger, rule Rule, phase string) Status {
-	o := Decide(l, rule)
+// Summarize builds the status of a ledger under a verdict, the one view
+// of the workflow's status query, its status.json and step mode's
+// `session status`. Consensus and Winner are the verdict's (consensus means
+// a winner was agreed, by majority, plurality or a completed
+// decomposition); Relaunch is what coordination would step next, empty
+// once the phase is past coordinating. Usage is left zero: it comes from
+// the steps' traces, which the ledger does not hold.
+func Summarize(l Ledger, v Verdict, phase string) Status {
 	s := Status{
 		Phase:     phase,
 		Agents:    make(map[string]AgentStatus, len(l.Agents)),
-		Consensus: o.Reached,
-		Winner:    o.Winner,
-		Relaunch:  Relaunch(l),
-		Votes:     o.Votes,
+		Consensus: v.Decided(),
+		Winner:    v.Winner,
+		Relaunch:  []string{},
+		Votes:     Tally(l),
+	}
+	if phase == PhaseCoordinating {
+		s.Relaunch = Relaunch(l)
 	}
 	for _, a := range l.Agents {
 		if _, dup := s.Agents[a.ID]; dup {

@@ -9,7 +9,7 @@ import (
 )
 
 func TestSummarizeEmptyNeverNull(t *testing.T) {
-	got, err := json.Marshal(Summarize(Ledger{}, RuleMajority, PhaseCoordinating))
+	got, err := json.Marshal(Summarize(Ledger{}, Verdict{}, PhaseCoordinating))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"phase": "coordinating", "agents": {}, "consensus": false, "winner": "",
 		"relaunch": [], "votes": {},
@@ -25,7 +25,7 @@ func TestSummarize(t *testing.T) {
 		fail("agent_d").
 		run("agent_a").
 		ledger()
-	st := Summarize(l, RuleMajority, PhaseCoordinating)
+	st := Summarize(l, verdictOf(Decide(l, RuleMajority)), PhaseCoordinating)
 	st.Usage = Usage{InputTokens: 1200, OutputTokens: 300, CostUSD: 0.25}
 	got, err := json.Marshal(st)
 	require.NoError(t, err)
@@ -48,8 +48,8 @@ func TestSummarize(t *testing.T) {
 
 func TestSummarizePluralityWinner(t *testing.T) {
 	l := threeAnswered().vote("c", "b").vote("a", "a").vote("b", "c").ledger()
-	assert.Equal(t, "", Summarize(l, RuleMajority, PhaseCoordinating).Winner)
-	st := Summarize(l, RulePlurality, PhasePresenting)
+	assert.Equal(t, "", Summarize(l, verdictOf(Decide(l, RuleMajority)), PhaseCoordinating).Winner)
+	st := Summarize(l, verdictOf(Decide(l, RulePlurality)), PhasePresenting)
 	assert.True(t, st.Consensus)
 	assert.Equal(t, "c", st.Winner)
 	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, st.Votes)

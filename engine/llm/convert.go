@@ -34,6 +34,18 @@ func (m *OpenAI) params(model string, req Request) (openai.ChatCompletionNewPara
 	if req.Temperature != nil {
 		p.Temperature = openai.Float(*req.Temperature)
 	}
+	if m.defaults.TopP != nil {
+		p.TopP = openai.Float(*m.defaults.TopP)
+	}
+	if m.defaults.ReasoningEffort != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(m.defaults.ReasoningEffort)
+	}
+	if m.defaults.Verbosity != "" {
+		p.Verbosity = openai.ChatCompletionNewParamsVerbosity(m.defaults.Verbosity)
+	}
+	if len(m.defaults.ExtraBody) > 0 {
+		p.SetExtraFields(m.defaults.ExtraBody)
+	}
 	if req.MaxTokens != nil {
 		if m.maxCompletionTokens {
 			p.MaxCompletionTokens = openai.Int(*req.MaxTokens)

@@ -7,35 +7,27 @@
 // activity resumes from.
 package llm
 
-import "context"
+import (
+	"context"
 
-// Message roles, as the chat-completions API spells them.
-const (
-	RoleSystem    = "system"
-	RoleDeveloper = "developer"
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
+	"github.com/conclave-ai/conclave/engine/llm/chat"
 )
 
-// Message is one chat message. An assistant message may carry tool calls; a
-// tool message answers one of them through ToolCallID.
-type Message struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-	Name       string     `json:"name,omitempty"`
-}
+// Message roles, as the chat-completions API spells them (see package chat).
+const (
+	RoleSystem    = chat.RoleSystem
+	RoleDeveloper = chat.RoleDeveloper
+	RoleUser      = chat.RoleUser
+	RoleAssistant = chat.RoleAssistant
+	RoleTool      = chat.RoleTool
+)
 
-// ToolCall is a function call requested by the model. Arguments is the raw
-// JSON text the model produced; it may be invalid and is validated by the
-// tool, so that the model can be told what was wrong.
-type ToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
+// Message is one chat message. It is defined in package chat, which has no
+// SDK dependency, so workflow code can carry messages too.
+type Message = chat.Message
+
+// ToolCall is a function call requested by the model (see chat.ToolCall).
+type ToolCall = chat.ToolCall
 
 // Tool is a function the model may call; Parameters is a JSON Schema object.
 type Tool struct {

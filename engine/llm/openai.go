@@ -33,8 +33,27 @@ type Config struct {
 	APIKeyEnv string `json:"api_key_env,omitempty"`
 	// Prices gives per-model prices for CostUSD.
 	Prices Prices `json:"prices,omitempty"`
+	// KeyRequired: the endpoint refuses anonymous calls, so a missing key
+	// fails here, naming the variable, instead of as a 401 mid-session.
+	KeyRequired bool `json:"key_required,omitempty"`
+	// Params are sent with every request, in addition to what the Request
+	// itself sets.
+	Params Params `json:"params,omitzero"`
 	// HTTPClient replaces the default client (tests, proxies).
 	HTTPClient *http.Client `json:"-"`
+}
+
+// Params are a backend's sampling and provider settings. Zero values are not
+// sent, leaving the server's default.
+type Params struct {
+	TopP *float64 `json:"top_p,omitempty"`
+	// ReasoningEffort is sent as reasoning_effort (low, medium, high, …).
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// Verbosity is sent as verbosity (low, medium, high).
+	Verbosity string `json:"verbosity,omitempty"`
+	// ExtraBody is merged into the request body last, for provider fields
+	// the SDK does not model (top_k, chat_template_kwargs, thinking, …).
+	ExtraBody map[string]any `json:"extra_body,omitempty"`
 }
 
 // OpenAI is a Model on any OpenAI-compatible chat-completions endpoint. It
@@ -47,8 +66,9 @@ type OpenAI struct {
 	keyEnv  string
 	// noKey: the placeholder is being sent, so a 401 means "set a key", not
 	// "the key is wrong".
-	noKey  bool
-	prices Prices
+	noKey    bool
+	prices   Prices
+	defaults Params
 	// maxCompletionTokens: OpenAI wants max_completion_tokens (its reasoning
 	// models reject max_tokens), while many compatible servers only know
 	// max_tokens.
@@ -92,7 +112,8 @@ func New(cfg Config, apiKey string) (*OpenAI, error) {
 		keyEnv:              cfg.APIKeyEnv,
 		noKey:               apiKey == "",
 		prices:              cfg.Prices,
-		maxCompletionTokens: u.Host == "api.openai.com",
+		defaults:            cfg.Params,
+		maxCompletionTokens: u.Host == "api.openai.com" || strings.HasSuffix(u.Host, ".openai.azure.com"),
 		// The service is built directly, not through openai.NewClient, so
 		// ambient OPENAI_* variables (base URL, organization, custom headers)
 		// cannot redirect or decorate a request the config describes.
@@ -118,7 +139,10 @@ func NewFromEnv(cfg Config, getenv func(string) string) (*OpenAI, error) {
 	if cfg.APIKeyEnv != "" {
 		key = strings.TrimSpace(getenv(cfg.APIKeyEnv))
 	}
-	if key == "" && openAIHost {
+	if key == "" && (openAIHost || cfg.KeyRequired) {
+		if cfg.APIKeyEnv == "" {
+			return nil, fmt.Errorf("llm: no API key for model %q: %s needs one; set api_key_env to the variable that holds it", cfg.Model, cfg.BaseURL)
+		}
 		return nil, fmt.Errorf("llm: no API key for model %q: environment variable %s is empty or unset; export the key there, or set base_url to a local endpoint that needs none",
 			cfg.Model, cfg.APIKeyEnv)
 	}

@@ -35,16 +35,10 @@ func completed(summary string) func(*State) Result {
 func TestNextSeedFlows(t *testing.T) {
 	g := seedGraph()
 	jump := func(to string) func(*State) Result {
-		return func(s *State) Result {
-			require.NoError(t, s.RequestJump(g, s.Current, to))
-			return Result{Status: Completed}
-		}
+		return func(*State) Result { return Result{Status: Completed, Request: &Request{Kind: KindJump, Target: to}} }
 	}
 	call := func(to string) func(*State) Result {
-		return func(s *State) Result {
-			require.NoError(t, s.RequestCall(g, s.Current, to))
-			return Result{Status: CallPending}
-		}
+		return func(*State) Result { return Result{Status: CallPending, Request: &Request{Kind: KindCall, Target: to}} }
 	}
 	cases := []struct {
 		name    string
@@ -66,7 +60,6 @@ func TestNextSeedFlows(t *testing.T) {
 			require.True(t, s.Done)
 			require.Equal(t, c.outcome, s.Outcome)
 			require.Empty(t, s.Stack)
-			require.Nil(t, s.Pending)
 		})
 	}
 }
@@ -78,13 +71,10 @@ func TestNextCallRestoresExactMessages(t *testing.T) {
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: ToolCall, Arguments: `{"step":"lint"}`}}},
 		{Role: llm.RoleTool, ToolCallID: "c1", Content: "calling lint"},
 	}
-	s := Begin(g)
-	require.NoError(t, s.RequestCall(g, "main", "lint"))
-	s, step, done := Next(g, s, Result{Status: CallPending, Messages: saved})
+	s, step, done := Next(g, Begin(g), Result{Status: CallPending, Request: &Request{Kind: KindCall, Target: "lint"}, Messages: saved})
 	require.False(t, done)
 	require.Equal(t, "lint", step)
 	require.Equal(t, []Frame{{Step: "main", Messages: saved}}, s.Stack)
-	require.Nil(t, s.Pending, "the request is spent")
 
 	s, step, _ = Next(g, s, Result{Status: Completed, Summary: "no lint errors"})
 	require.Equal(t, "main", step)
@@ -99,19 +89,15 @@ func TestNextCallRestoresExactMessages(t *testing.T) {
 	require.Len(t, saved, 4, "the saved frame is copied, not appended to")
 }
 
-func TestRequestRefusals(t *testing.T) {
+func TestParseTargetRefusals(t *testing.T) {
 	g := seedGraph()
-	s := Begin(g)
-	err := s.RequestJump(g, "main", "main")
+	_, err := ParseTarget(g, "main", ToolJump, `{"step": "main"}`)
 	require.EqualError(t, err, `jump_to_step: "main" is not a destination of step "main"; use one of: lint, export`)
-	err = s.RequestCall(g, "lint", "main")
-	require.ErrorContains(t, err, `step "lint" is not running`)
-	require.Nil(t, s.Pending, "a refused request changes nothing")
-	require.NoError(t, s.RequestCall(g, "main", "export"))
-	require.ErrorContains(t, s.RequestJump(g, "main", "lint"), `already asked to call to "export"`)
-
-	s = State{Current: "export"}
-	require.ErrorContains(t, s.RequestCall(g, "export", "lint"), "cannot go to other steps")
+	_, err = ParseTarget(g, "export", ToolCall, `{"step": "lint"}`)
+	require.ErrorContains(t, err, "cannot go to other steps")
+	to, err := ParseTarget(g, "main", ToolCall, `{"step": "export"}`)
+	require.NoError(t, err)
+	require.Equal(t, "export", to)
 }
 
 func TestNextFailureStatuses(t *testing.T) {
@@ -134,13 +120,11 @@ func TestNextFailureStatuses(t *testing.T) {
 			g.Steps = g.Steps[:2]
 		}
 		require.NoError(t, g.Validate())
-		s := Begin(g)
-		require.NoError(t, s.RequestJump(g, "a", "b"))
-		next, step, done := Next(g, s, Result{Status: c.status})
+		// A failed step's jump is dropped: on_failure decides.
+		next, step, done := Next(g, Begin(g), Result{Status: c.status, Request: &Request{Kind: KindJump, Target: "b"}})
 		require.Equal(t, c.step, step, "%+v", c)
 		require.Equal(t, c.step == "", done, "%+v", c)
 		require.Equal(t, c.outcome, next.Outcome, "%+v", c)
-		require.Nil(t, next.Pending, "a failed step's jump is dropped: %+v", c)
 	}
 }
 
@@ -148,8 +132,8 @@ func TestNextGuardsJumpLoop(t *testing.T) {
 	g := Graph{Start: "a", Steps: []Step{{Name: "a", Destinations: []string{"b"}}, {Name: "b", Destinations: []string{"a"}}}}
 	s, done := Begin(g), false
 	for !done {
-		require.NoError(t, s.RequestJump(g, s.Current, map[string]string{"a": "b", "b": "a"}[s.Current]))
-		s, _, done = Next(g, s, Result{Status: Completed})
+		to := map[string]string{"a": "b", "b": "a"}[s.Current]
+		s, _, done = Next(g, s, Result{Status: Completed, Request: &Request{Kind: KindJump, Target: to}})
 	}
 	require.Equal(t, DefaultMaxSteps, s.Seq)
 	require.Equal(t, OutcomeMaxSteps, s.Outcome)
@@ -174,12 +158,10 @@ func TestValidateNamesSteps(t *testing.T) {
 	require.ErrorContains(t, g.Validate(), `start step "nowhere" is not a step`)
 }
 
-func TestStateWithPendingJSONRoundTrip(t *testing.T) {
+func TestStateJSONRoundTrip(t *testing.T) {
 	g := seedGraph()
-	s := Begin(g)
-	require.NoError(t, s.RequestCall(g, "main", "lint"))
-	s, _, _ = Next(g, s, Result{Status: CallPending, Messages: []llm.Message{{Role: llm.RoleUser, Content: "u"}}})
-	require.NoError(t, s.RequestJump(g, "lint", "main"))
+	s, _, _ := Next(g, Begin(g), Result{Status: CallPending, Request: &Request{Kind: KindCall, Target: "lint"},
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "u"}}})
 	for _, st := range []State{s, {Current: "a", Seq: 3, Done: true, Outcome: OutcomeMaxSteps, Reason: "r"}} {
 		data, err := json.Marshal(st)
 		require.NoError(t, err)
@@ -199,14 +181,15 @@ func FuzzNext(f *testing.F) {
 		statuses := []Status{Completed, Cancelled, Error, MaxIterations, CallPending, Failed, NotRun, "bogus"}
 		s := Begin(g)
 		for _, b := range script {
+			r := Result{Status: statuses[int(b)%len(statuses)], Summary: "x"}
 			target := g.Steps[int(b>>6)%len(g.Steps)].Name
 			switch b & 0x30 {
 			case 0x10:
-				_ = s.RequestJump(g, s.Current, target)
+				r.Request = &Request{Kind: KindJump, Target: target}
 			case 0x20:
-				_ = s.RequestCall(g, s.Current, target)
+				r.Request = &Request{Kind: KindCall, Target: target}
 			}
-			next, step, done := Next(g, s, Result{Status: statuses[int(b)%len(statuses)], Summary: "x"})
+			next, step, done := Next(g, s, r)
 			require.Equal(t, done, next.Done)
 			require.LessOrEqual(t, next.Seq, g.MaxSteps)
 			if done {

@@ -1,8 +1,13 @@
 // Package pipeline is the step graph of seed 002: named steps, static jumps
 // (NextStepJump), the model's own jumps and calls within the destinations a
 // controller allows (DynamicStepJump, StepJumpController), and a call stack
-// that restores a caller's messages. It is pure and deterministic — all state
-// is one JSON-serializable value — so a Temporal workflow can drive it.
+// that restores a caller's messages. The graph, its controller, its state
+// machine (Advance), the step tools' specs and parsers and the step message
+// are pure and deterministic — all state is one JSON-serializable value — so
+// a Temporal workflow can drive them; they use package llm for its message
+// type only, never a model. One file does I/O: load.go reads pipeline and
+// scenario files from disk for the command line, and workflow code never
+// calls it. Running a step with a model is engine/pipeline/runner's.
 package pipeline
 
 import (

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/tools"
 )
 
 // Definition is a loaded pipeline: the graph plus what each step runs with.
@@ -48,7 +49,7 @@ type pipelineFile struct {
 }
 
 // KnownTools are the tools a step may list.
-var KnownTools = []string{"list_files", "read_file", "write_file"}
+var KnownTools = []string{tools.ListFiles, tools.ReadFile, tools.WriteFile}
 
 // LoadPipeline reads a pipeline YAML file and checks it before anything runs.
 func LoadPipeline(path string) (*Definition, error) {

@@ -3,7 +3,7 @@ package pipeline
 import (
 	"fmt"
 
-	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/llm/chat"
 )
 
 // Request is a jump or call the model asked for during a step.
@@ -25,7 +25,7 @@ type Result struct {
 	Request *Request `json:"request,omitempty"`
 	// Messages are the step's messages when it yielded to a call; they are
 	// restored when the called step returns.
-	Messages []llm.Message `json:"messages,omitempty"`
+	Messages []chat.Message `json:"messages,omitempty"`
 	// MessagesKey is where a driver stored those messages instead, to keep
 	// them out of workflow history; it is restored with the caller.
 	MessagesKey string `json:"messages_key,omitempty"`
@@ -33,9 +33,9 @@ type Result struct {
 
 // Frame is a caller waiting on the call stack.
 type Frame struct {
-	Step     string        `json:"step"`
-	Messages []llm.Message `json:"messages,omitempty"`
-	Key      string        `json:"key,omitempty"` // Result.MessagesKey of the call
+	Step     string         `json:"step"`
+	Messages []chat.Message `json:"messages,omitempty"`
+	Key      string         `json:"key,omitempty"` // Result.MessagesKey of the call
 }
 
 // State is the whole progress of a pipeline run.
@@ -51,12 +51,9 @@ type State struct {
 	// cannot act on). Reason says the same in words for max_steps and error.
 	Outcome string `json:"outcome,omitempty"`
 	Reason  string `json:"reason,omitempty"`
-	// Pending is the jump or call the model asked for during the current
-	// step (RequestJump, RequestCall); the next Advance performs it.
-	Pending *Request `json:"pending,omitempty"`
 	// Resume holds the messages the current step starts from when it is a
 	// caller coming back from a call; nil starts the step fresh.
-	Resume []llm.Message `json:"resume,omitempty"`
+	Resume []chat.Message `json:"resume,omitempty"`
 	// ResumeKey is the returning caller's Frame.Key: the driver loads the
 	// messages stored there and appends Resume to them.
 	ResumeKey string `json:"resume_key,omitempty"`
@@ -69,13 +66,13 @@ func Begin(g Graph) State { return State{Current: g.Start} }
 // called completes: its own messages exactly as saved, then ReturnMessage,
 // so the model keeps the full context of its earlier work (seed 002). The
 // slice is a copy, so the frame stays unchanged in history.
-func ResumeMessages(f Frame, summary string) []llm.Message {
-	return append(append(make([]llm.Message, 0, len(f.Messages)+1), f.Messages...), ReturnMessage(summary))
+func ResumeMessages(f Frame, summary string) []chat.Message {
+	return append(append(make([]chat.Message, 0, len(f.Messages)+1), f.Messages...), ReturnMessage(summary))
 }
 
 // ReturnMessage is what a caller is told when its called step completes.
-func ReturnMessage(summary string) llm.Message {
-	return llm.Message{Role: llm.RoleUser, Content: "[Called step completed with result: " + summary + "]"}
+func ReturnMessage(summary string) chat.Message {
+	return chat.Message{Role: chat.RoleUser, Content: "[Called step completed with result: " + summary + "]"}
 }
 
 // Advance moves the run past the current step's result: a call pushes the
@@ -92,9 +89,6 @@ func Advance(g Graph, s State, r Result) (State, error) {
 		return s, fmt.Errorf("current step %q is not in the pipeline", s.Current)
 	}
 	next := State{Current: s.Current, Stack: append([]Frame(nil), s.Stack...), Seq: s.Seq + 1}
-	if r.Request == nil {
-		r.Request = s.Pending
-	}
 	if r.Request != nil && (r.Status == Completed || r.Status == CallPending) {
 		if !g.Allowed(step.Name, r.Request.Target) {
 			return s, fmt.Errorf("step %q may not %s to %q", step.Name, r.Request.Kind, r.Request.Target)

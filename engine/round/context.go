@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/conclave-ai/conclave/engine/coord"
 )
 
 // The context follows MassGen's format so that a model sees what it would
@@ -33,11 +35,11 @@ func systemMessage(in *Input) string {
 		b.WriteString("\n\n")
 	}
 	switch in.Mode {
-	case ModeVoteOnly:
+	case coord.ModeVoteOnly:
 		b.WriteString(voteOnlySystem)
-	case ModeDecomposition:
+	case coord.ModeDecomposition:
 		b.WriteString(decompositionSystem)
-	case ModePresent:
+	case coord.ModePresent:
 		b.WriteString(presentSystem)
 	default:
 		b.WriteString(votingSystem)
@@ -55,7 +57,7 @@ func userMessage(in *Input) string {
 	b.WriteString("<ORIGINAL MESSAGE>\n")
 	b.WriteString(in.Task)
 	b.WriteString("\n<END OF ORIGINAL MESSAGE>\n\n")
-	if in.Mode == ModeDecomposition && in.Subtask != "" {
+	if in.Mode == coord.ModeDecomposition && in.Subtask != "" {
 		fmt.Fprintf(&b, "<YOUR SUBTASK>\n%s\n<END OF YOUR SUBTASK>\n\n", in.Subtask)
 	}
 	b.WriteString(answersBlock(in.Answers))
@@ -77,7 +79,7 @@ func userMessage(in *Input) string {
 		b.WriteString(formatTally(in.Tally))
 		b.WriteString(". Vote again for the answer you find best; a clear majority ends the discussion.\n")
 	}
-	if in.Mode == ModePresent && in.Synthesize {
+	if in.Mode == coord.ModePresent && in.Synthesize {
 		b.WriteString("\nCombine the strongest parts of all CURRENT ANSWERS into one final answer.\n")
 	}
 	return b.String()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 )
@@ -21,27 +22,27 @@ func Run(ctx context.Context, in Input) (*Outcome, error) {
 	if err := check(&in); err != nil {
 		return nil, err
 	}
-	r := &runner{in: &in, anon: coord.AnonymousIDs(in.Agents), real: coord.RealIDs(in.Agents)}
-	if t := in.Resume; t != nil && t.Final == nil && (t.Attempts >= in.MaxAttempts || t.Turns >= in.MaxTurns) {
+	p := &policy{in: &in, anon: coord.AnonymousIDs(in.Agents), real: coord.RealIDs(in.Agents)}
+	if t := in.Resume; t != nil && t.State.Final == nil && (t.State.Attempts >= in.MaxAttempts || t.Turns >= in.MaxTurns) {
 		in.Resume = nil // that attempt failed for good: a new run starts over
 	}
-	if in.Resume == nil {
-		r.t = r.start()
-		return r.loop(ctx)
+	cfg := agent.Config[State]{
+		Model: in.Model, ModelName: in.ModelName, Temperature: in.Temperature, MaxTokens: in.MaxTokens,
+		OnChunk: in.OnChunk, MaxTurns: in.MaxTurns, Files: agent.Files{Workspace: in.Workspace},
+		Tag: in.Tag, Resume: in.Resume, Checkpoint: in.Checkpoint,
 	}
-	// The workspace of the attempt being resumed is gone with its worker;
-	// every write is in the transcript, so it is rebuilt first — also for a
-	// finished step, whose files are about to be stored (again).
-	r.t = in.Resume
-	if err := r.replayWrites(); err != nil {
+	if in.Resume == nil {
+		cfg.Messages, cfg.State = p.start()
+	} else if in.Resume.State.SeenSteps == nil {
+		in.Resume.State.SeenSteps = map[string]int{}
+	}
+	t, err := agent.Run(ctx, cfg, p)
+	if err != nil {
 		return nil, err
 	}
-	if r.t.Final != nil {
-		out := *r.t.Final
-		out.Transcript = r.t
-		return &out, nil
-	}
-	return r.loop(ctx)
+	out := *t.State.Final
+	out.Transcript = t
+	return &out, nil
 }
 
 func check(in *Input) error {
@@ -59,12 +60,12 @@ func check(in *Input) error {
 		return fmt.Errorf("round: agent %q is not among the session's agents %v", in.Agent, in.Agents)
 	}
 	if in.Mode == "" {
-		in.Mode = ModeVoting
+		in.Mode = coord.ModeVoting
 	}
-	if _, ok := toolMode[in.Mode]; !ok {
+	if !in.Mode.Valid() {
 		return fmt.Errorf("round: unknown mode %q", in.Mode)
 	}
-	if in.Mode == ModeVoteOnly && len(in.Answers) == 0 && in.Resume == nil {
+	if in.Mode == coord.ModeVoteOnly && len(in.Answers) == 0 && in.Resume == nil {
 		return fmt.Errorf("round: agent %s may only vote, but there is no answer to vote for", in.Agent)
 	}
 	if in.MaxAttempts <= 0 {
@@ -76,119 +77,82 @@ func check(in *Input) error {
 	return nil
 }
 
-type runner struct {
+// policy is the coordination policy (and, in mode present, the
+// presentation policy) of the agent-step engine.
+type policy struct {
 	in   *Input
-	t    *Transcript
 	anon map[string]string // real → anonymous
 	real map[string]string // anonymous → real
 }
 
-func (r *runner) start() *Transcript {
-	t := &Transcript{Tag: r.in.Tag, SeenSteps: map[string]int{}, HumanSeen: len(r.in.Human)}
-	for _, a := range r.in.Answers {
-		t.SeenSteps[a.Agent] = a.Step
-		t.Known = append(t.Known, a)
+func (p *policy) start() ([]llm.Message, State) {
+	s := State{SeenSteps: map[string]int{}, HumanSeen: len(p.in.Human)}
+	for _, a := range p.in.Answers {
+		s.SeenSteps[a.Agent] = a.Step
+		s.Known = append(s.Known, a)
 	}
-	t.Messages = []llm.Message{
-		{Role: "system", Content: systemMessage(r.in)},
-		{Role: "user", Content: userMessage(r.in)},
-	}
-	return t
+	return []llm.Message{
+		{Role: llm.RoleSystem, Content: systemMessage(p.in)},
+		{Role: llm.RoleUser, Content: userMessage(p.in)},
+	}, s
 }
 
-func (r *runner) loop(ctx context.Context) (*Outcome, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if last := r.t.Messages[len(r.t.Messages)-1]; last.Role == "assistant" {
-			out, err := r.handle(ctx, last)
-			if out != nil || err != nil {
-				return out, err
-			}
-			if err := r.inject(ctx); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if r.t.Turns >= r.in.MaxTurns {
-			return nil, &TurnLimitError{Agent: r.in.Agent, Turns: r.t.Turns}
-		}
-		resp, err := r.in.Model.Complete(ctx, llm.Request{
-			Model: r.in.ModelName, Messages: r.t.Messages, Tools: r.toolSpecs(),
-			Temperature: r.in.Temperature, MaxTokens: r.in.MaxTokens, OnChunk: r.in.OnChunk,
-		})
-		if err != nil {
-			return nil, err
-		}
-		msg := resp.Message
-		msg.Role = "assistant"
-		r.t.Messages = append(r.t.Messages, msg)
-		r.t.Turns++
-		r.t.Usage = r.t.Usage.Add(resp.Usage)
-		if err := r.checkpoint(ctx); err != nil {
-			return nil, err
-		}
-	}
+func (p *policy) Finished(t *Transcript) bool { return t.State.Final != nil }
+
+func (p *policy) OutOfTurns(t *Transcript) error {
+	return &TurnLimitError{Agent: p.in.Agent, Turns: t.Turns}
 }
 
-func (r *runner) checkpoint(ctx context.Context) error {
-	if r.in.Checkpoint == nil {
-		return nil
+// SafePoint injects, after a tool batch or an enforcement message and
+// before the next model call, at most one update message: unseen peer
+// answers (after the agent's first answer, up to the cap, never to the
+// presenter) and human input.
+func (p *policy) SafePoint(ctx context.Context, t *Transcript) ([]llm.Message, error) {
+	if p.in.Inbox == nil {
+		return nil, nil
 	}
-	if err := r.in.Checkpoint(ctx, r.t); err != nil {
-		return fmt.Errorf("checkpoint the transcript of %s: %w", r.in.Agent, err)
-	}
-	return nil
-}
-
-// inject runs at a safe point: after a tool batch or an enforcement message,
-// before the next model call. It appends at most one update message.
-func (r *runner) inject(ctx context.Context) error {
-	if r.in.Inbox == nil {
-		return nil
-	}
-	u, err := r.in.Inbox.Unseen(ctx, r.t.SeenSteps, r.t.HumanSeen)
+	s := &t.State
+	u, err := p.in.Inbox.Unseen(ctx, s.SeenSteps, s.HumanSeen)
 	if err != nil {
-		return fmt.Errorf("read the inbox of %s: %w", r.in.Agent, err)
+		return nil, fmt.Errorf("read the inbox of %s: %w", p.in.Agent, err)
 	}
-	peersAllowed := !r.in.DisableInjection && r.in.HasAnswered &&
-		r.t.Injections < r.in.MaxMidstreamInjections && r.in.Mode != ModePresent
+	peersAllowed := !p.in.DisableInjection && p.in.HasAnswered &&
+		s.Injections < p.in.MaxMidstreamInjections && p.in.Mode != coord.ModePresent
 	var fresh []Answer
 	if peersAllowed {
 		for _, a := range u.Answers {
-			if a.Step > r.t.SeenSteps[a.Agent] {
+			if a.Step > s.SeenSteps[a.Agent] {
 				fresh = append(fresh, a)
 			}
 		}
 	}
 	if len(fresh) == 0 && len(u.Human) == 0 {
-		return nil
+		return nil, nil
 	}
 	old := map[string]Answer{}
-	for _, k := range r.t.Known {
-		old[r.anon[k.Agent]] = k
+	for _, k := range s.Known {
+		old[p.anon[k.Agent]] = k
 	}
-	r.t.Messages = append(r.t.Messages, llm.Message{Role: "user", Content: updateMessage(old, fresh, u.Human)})
+	msg := llm.Message{Role: llm.RoleUser, Content: updateMessage(old, fresh, u.Human)}
 	for _, a := range fresh {
-		r.t.SeenSteps[a.Agent] = a.Step
-		r.setKnown(a)
+		s.SeenSteps[a.Agent] = a.Step
+		s.setKnown(a)
 	}
 	if len(fresh) > 0 {
-		r.t.Injections++
+		s.Injections++
 	}
-	r.t.HumanSeen += len(u.Human)
-	return r.checkpoint(ctx)
+	s.HumanSeen += len(u.Human)
+	return []llm.Message{msg}, nil
 }
 
-func (r *runner) setKnown(a Answer) {
-	for i := range r.t.Known {
-		if r.t.Known[i].Agent == a.Agent {
-			r.t.Known[i] = a
+func (s *State) setKnown(a Answer) {
+	for i := range s.Known {
+		if s.Known[i].Agent == a.Agent {
+			s.Known[i] = a
 			return
 		}
 	}
-	r.t.Known = append(r.t.Known, a)
+	s.Known = append(s.Known, a)
 }
 
 func copySeen(m map[string]int) map[string]int {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/tools"
@@ -115,8 +116,8 @@ func TestUnknownVoteTargetThenValid(t *testing.T) {
 	out, err := Run(context.Background(), input(t, srv, "agent_a", ansA, ansB))
 	require.NoError(t, err)
 	require.Equal(t, "agent_b", out.Target)
-	require.Equal(t, 1, out.Transcript.Attempts)
-	require.Equal(t, []string{ReasonUnknownVoteTarget}, out.Transcript.Reasons)
+	require.Equal(t, 1, out.Transcript.State.Attempts)
+	require.Equal(t, []string{ReasonUnknownVoteTarget}, out.Transcript.State.Reasons)
 	second := srv.Requests()[1]
 	require.Equal(t, "tool", second.Last().Role)
 	require.Contains(t, second.Last().Content, "agent1, agent2")
@@ -133,7 +134,7 @@ func TestVoteAndAnswerTogetherRejected(t *testing.T) {
 	out, err := Run(context.Background(), input(t, srv, "agent_a", ansA, ansB))
 	require.NoError(t, err)
 	require.Equal(t, coord.ActionNewAnswer, out.Action)
-	require.Equal(t, []string{ReasonMixedActions}, out.Transcript.Reasons)
+	require.Equal(t, []string{ReasonMixedActions}, out.Transcript.State.Reasons)
 	second := srv.Requests()[1]
 	var toolMsgs int
 	for _, m := range second.Messages {
@@ -153,7 +154,7 @@ func TestPlainTextThenToolCall(t *testing.T) {
 	out, err := Run(context.Background(), input(t, srv, "agent_a", ansA, ansB))
 	require.NoError(t, err)
 	require.Equal(t, "agent_b", out.Target)
-	require.Equal(t, []string{ReasonNoWorkflowTool}, out.Transcript.Reasons)
+	require.Equal(t, []string{ReasonNoWorkflowTool}, out.Transcript.State.Reasons)
 	require.Contains(t, srv.Requests()[1].Last().Content, "did not call a workflow tool")
 }
 
@@ -178,10 +179,10 @@ func TestAnswerLimitInVoteOnlyMode(t *testing.T) {
 		llmtest.Call("vote", `{"agent_id":"agent1","reason":"fine"}`),
 	)
 	in := input(t, srv, "agent_a", ansA, ansB)
-	in.Mode = ModeVoteOnly
+	in.Mode = coord.ModeVoteOnly
 	out, err := Run(context.Background(), in)
 	require.NoError(t, err)
-	require.Equal(t, []string{ReasonAnswerLimit}, out.Transcript.Reasons)
+	require.Equal(t, []string{ReasonAnswerLimit}, out.Transcript.State.Reasons)
 	first := srv.Requests()[0]
 	require.False(t, first.HasTool("new_answer"))
 	require.True(t, first.HasTool("vote"))
@@ -206,7 +207,7 @@ func TestInjectedPeerAnswerMidStep(t *testing.T) {
 	require.Equal(t, map[string]int{"agent_a": 1, "agent_b": 2}, out.SeenSteps)
 	second := srv.Requests()[1]
 	require.Contains(t, second.Last().Content, "<agent2.2> B's page v2 <end of agent2.2>")
-	require.Equal(t, 1, out.Transcript.Injections)
+	require.Equal(t, 1, out.Transcript.State.Injections)
 	data, err := os.ReadFile(filepath.Join(in.Workspace.Dir, "notes.md"))
 	require.NoError(t, err)
 	require.Equal(t, "draft", string(data))
@@ -228,7 +229,7 @@ func TestNoPeerInjectionBeforeFirstAnswer(t *testing.T) {
 	second := string(srv.Requests()[1].Body)
 	require.NotContains(t, second, "B's page v2")
 	require.Contains(t, second, "Use a dark theme.", "human input is not deferred")
-	require.Equal(t, 0, out.Transcript.Injections)
+	require.Equal(t, 0, out.Transcript.State.Injections)
 }
 
 func TestInjectionCap(t *testing.T) {
@@ -248,7 +249,7 @@ func TestInjectionCap(t *testing.T) {
 	in.MaxAttempts = 5
 	out, err := Run(context.Background(), in)
 	require.NoError(t, err)
-	require.Equal(t, 1, out.Transcript.Injections)
+	require.Equal(t, 1, out.Transcript.State.Injections)
 	require.Equal(t, 2, out.SeenSteps["agent_b"], "only the first update was delivered")
 }
 
@@ -259,7 +260,7 @@ func TestResumeDoesNotRepeatModelCalls(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		last, err = ParseTranscript(data) // what a worker would store and reload
+		last, err = agent.ParseTranscript[State](data) // what a worker would store and reload
 		return err
 	}
 	srv := llmtest.Start(t,
@@ -308,7 +309,7 @@ func TestModelErrorsPassThrough(t *testing.T) {
 func TestDecompositionStop(t *testing.T) {
 	srv := llmtest.Start(t, llmtest.Call("stop", `{"summary":"header done","status":"complete"}`))
 	in := input(t, srv, "agent_a", ansA)
-	in.Mode = ModeDecomposition
+	in.Mode = coord.ModeDecomposition
 	in.Subtask = "Write the header."
 	out, err := Run(context.Background(), in)
 	require.NoError(t, err)
@@ -324,7 +325,7 @@ func TestBadInput(t *testing.T) {
 		"empty task":      func(in *Input) { in.Task = "  " },
 		"unknown agent":   func(in *Input) { in.Agent = "agent_z" },
 		"unknown mode":    func(in *Input) { in.Mode = "chaos" },
-		"vote-only blind": func(in *Input) { in.Mode = ModeVoteOnly; in.Answers = nil },
+		"vote-only blind": func(in *Input) { in.Mode = coord.ModeVoteOnly; in.Answers = nil },
 	}
 	for name, mut := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -338,20 +339,21 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestTranscriptRoundTrip(t *testing.T) {
-	tr := &Transcript{SeenSteps: map[string]int{"agent_a": 2}, Turns: 3, Messages: []llm.Message{
+	tr := &Transcript{State: State{SeenSteps: map[string]int{"agent_a": 2}}, Turns: 3, Messages: []llm.Message{
 		{Role: "system", Content: "s"},
 		{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "1", Name: "vote", Arguments: `{"agent_id":"agent1"}`}}},
 	}}
 	data, err := tr.MarshalJSONL()
 	require.NoError(t, err)
 	require.Equal(t, 3, strings.Count(string(data), "\n"))
-	back, err := ParseTranscript(data)
+	back, err := agent.ParseTranscript[State](data)
 	require.NoError(t, err)
 	require.Equal(t, tr.Messages, back.Messages)
 	require.Equal(t, 3, back.Turns)
+	require.Equal(t, tr.State.SeenSteps, back.State.SeenSteps)
 
 	for _, bad := range []string{"", "{\"kind\":\"message\",\"message\":{}}\n", "{\"kind\":\"state\",\"state\":{}}\nnot json\n"} {
-		_, err := ParseTranscript([]byte(bad))
+		_, err := agent.ParseTranscript[State]([]byte(bad))
 		require.Error(t, err, bad)
 	}
 }
@@ -367,13 +369,13 @@ func TestResumeFinishedStepMakesNoCall(t *testing.T) {
 	in.Checkpoint = func(_ context.Context, tr *Transcript) error {
 		data, err := tr.MarshalJSONL()
 		if err == nil {
-			last, err = ParseTranscript(data)
+			last, err = agent.ParseTranscript[State](data)
 		}
 		return err
 	}
 	first, err := Run(context.Background(), in)
 	require.NoError(t, err)
-	require.NotNil(t, last.Final)
+	require.NotNil(t, last.State.Final)
 
 	in.Resume = last
 	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
@@ -394,18 +396,18 @@ func TestExhaustedTranscriptStartsOver(t *testing.T) {
 	in.Checkpoint = func(_ context.Context, tr *Transcript) error {
 		data, err := tr.MarshalJSONL()
 		if err == nil {
-			last, err = ParseTranscript(data)
+			last, err = agent.ParseTranscript[State](data)
 		}
 		return err
 	}
 	_, err := Run(context.Background(), in)
 	var ee *EnforcementError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, 3, last.Attempts)
+	require.Equal(t, 3, last.State.Attempts)
 
 	in.Resume = last
 	out, err := Run(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, "finally", out.Answer)
-	require.Equal(t, 0, out.Transcript.Attempts)
+	require.Equal(t, 0, out.Transcript.State.Attempts)
 }

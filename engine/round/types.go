@@ -1,8 +1,10 @@
-// Package round is Conclave's per-agent round engine: one call runs one agent
-// for one step — build the context, loop model → tools, enforce the workflow
-// contract — and ends in exactly one workflow action (new_answer, vote or
-// stop). It knows nothing of Temporal: step mode calls it directly and the
-// AgentStep activity wraps it unchanged.
+// Package round holds the coordination and presentation policies of the
+// agent-step engine (engine/agent): one call runs one agent for one step —
+// MassGen's context, the workflow tools, their enforcement and injection at
+// safe points — and ends in exactly one workflow action (new_answer, vote or
+// stop). Mode present is the presentation: new_answer alone, no duplicate
+// check, no peer updates. It knows nothing of Temporal: step mode calls it
+// directly and the AgentStep activity wraps it unchanged.
 package round
 
 import (
@@ -10,24 +12,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/tools"
-)
-
-// Mode selects the workflow tools a step offers.
-type Mode string
-
-// Step modes.
-const (
-	// ModeVoting offers new_answer and vote (vote once any answer exists).
-	ModeVoting Mode = "voting"
-	// ModeVoteOnly offers vote alone: the agent hit an answer limit.
-	ModeVoteOnly Mode = "vote_only"
-	// ModeDecomposition offers new_answer and stop.
-	ModeDecomposition Mode = "decomposition"
-	// ModePresent offers new_answer alone: the final presentation.
-	ModePresent Mode = "present"
 )
 
 // Answer is an agent's answer as the engine shows it. Agent is the real id,
@@ -69,7 +57,7 @@ type Input struct {
 	// HasAnswered is true when the agent already has an answer of its own;
 	// until then peer updates are deferred (first-answer protection).
 	HasAnswered bool
-	Mode        Mode
+	Mode        coord.Mode // empty: voting
 	// Tally, on a re-vote, is the split tally (anonymous id → votes).
 	Tally map[string]int
 	// Synthesize asks the presenter to combine answers rather than restate
@@ -105,6 +93,26 @@ type Input struct {
 	// the whole transcript; Resume restarts from one.
 	Checkpoint func(ctx context.Context, t *Transcript) error
 	Resume     *Transcript
+}
+
+// Transcript is a coordination step's transcript: the conversation and the
+// policy's State, stored as trace.jsonl.
+type Transcript = agent.Transcript[State]
+
+// State is what the coordination policy keeps in the transcript's state
+// line to resume a step.
+type State struct {
+	SeenSteps map[string]int `json:"seen_steps"`
+	// Known holds every answer the agent has been shown (latest per agent);
+	// it resolves vote targets and detects duplicate answers.
+	Known      []Answer `json:"known"`
+	HumanSeen  int      `json:"human_seen"`
+	Attempts   int      `json:"attempts"`
+	Reasons    []string `json:"reasons,omitempty"`
+	Injections int      `json:"injections"`
+	// Final is the step's action once it is decided; resuming a finished
+	// transcript returns it without another model call.
+	Final *Outcome `json:"final,omitempty"`
 }
 
 // Outcome is the workflow action a step ended in.

@@ -49,3 +49,20 @@ type LastAction struct {
 	Cost            map[string]any `json:"cost"`
 	WorkspacePath   *string        `json:"workspace_path"`
 }
+
+// InboxMessage is inbox/<NNN>.json: one runtime human input.
+type InboxMessage struct {
+	Seq  int    `json:"seq"`
+	Text string `json:"text"`
+	At   string `json:"at"`
+}
+
+// FinalAnswer is final/answer.json.
+type FinalAnswer struct {
+	AgentID   string `json:"agent_id"`
+	Label     string `json:"label"` // agentN.final
+	Answer    string `json:"answer"`
+	Strategy  string `json:"strategy"`
+	Source    string `json:"source"` // the stored answer it started from (agentN.M)
+	Timestamp string `json:"timestamp"`
+}

@@ -32,12 +32,12 @@ const (
 
 // agentIDPattern is the config rule for agent ids; the layout relies on it so
 // an id can never add a path element.
-var agentIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // CheckAgentID reports whether id can name a folder under agents/.
 func CheckAgentID(id string) error {
 	if !agentIDPattern.MatchString(id) {
-		return fmt.Errorf("agent id %q is not valid: use 1-32 characters from a-z, 0-9, '_' and '-', starting with a letter or digit", id)
+		return fmt.Errorf("agent id %q is not valid: use 1-64 characters from A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit", id)
 	}
 	return nil
 }
@@ -88,6 +88,14 @@ func WorkspacePrefix(agent string, step int) string {
 
 // LastActionKey is the per-agent last_action.json, overwritten every step.
 func LastActionKey(agent string) string { return AgentPrefix(agent) + lastActionFile }
+
+// Keys of the final answer, written by the presentation.
+const (
+	FinalAnswerKey       = FinalPrefix + "answer.json"
+	FinalMarkdownKey     = FinalPrefix + "answer.md"
+	FinalWorkspacePrefix = FinalPrefix + workspaceDir + "/"
+	FinalTraceKey        = FinalPrefix + traceFile // the presenter's transcript and checkpoint
+)
 
 // InboxKey names the n-th runtime human input (1-based, arrival order).
 func InboxKey(n int) string { return fmt.Sprintf("%s%03d.json", InboxPrefix, n) }

@@ -81,7 +81,7 @@ func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 	snap := &Snapshot{}
 	// session.json and the listing are independent reads: one round trip.
 	infoErr := make(chan error, 1)
-	go func() { infoErr <- readJSON(ctx, st, InfoKey, &snap.Info) }()
+	go func() { infoErr <- ReadJSON(ctx, st, InfoKey, &snap.Info) }()
 	keys, err := st.List(ctx, AgentsPrefix)
 	if err := <-infoErr; err != nil {
 		if !errors.Is(err, storage.ErrNotFound) {
@@ -178,7 +178,7 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, s
 		case files[answerFile]:
 			// A folder with both answer.json and vote.json counts as an answer.
 			var f AnswerFile
-			if err := readJSON(ctx, st, AnswerKey(id, n), &f); err != nil {
+			if err := ReadJSON(ctx, st, AnswerKey(id, n), &f); err != nil {
 				if err := s.problemOrFail(AnswerKey(id, n), err); err != nil {
 					return a, err
 				}
@@ -194,7 +194,7 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, s
 		case files[voteFile]:
 			var f VoteFile
 			v := &coord.Vote{Voter: id, Step: n}
-			if err := readJSON(ctx, st, VoteKey(id, n), &f); err != nil {
+			if err := ReadJSON(ctx, st, VoteKey(id, n), &f); err != nil {
 				if err := s.problemOrFail(VoteKey(id, n), err); err != nil {
 					return a, err
 				}
@@ -208,7 +208,7 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, s
 			a.LatestStep, a.LastAction, a.Vote, a.Stop = n, coord.ActionVote, v, nil
 		case files[stopFile]:
 			var f StopFile
-			if err := readJSON(ctx, st, StopKey(id, n), &f); err != nil {
+			if err := ReadJSON(ctx, st, StopKey(id, n), &f); err != nil {
 				if err := s.problemOrFail(StopKey(id, n), err); err != nil {
 					return a, err
 				}
@@ -253,7 +253,10 @@ type badFileError struct{ err error }
 func (e *badFileError) Error() string { return "not valid JSON: " + e.err.Error() }
 func (e *badFileError) Unwrap() error { return e.err }
 
-func readJSON(ctx context.Context, st storage.Store, key string, v any) error {
+// ReadJSON decodes the JSON file at key into v. A missing key wraps
+// storage.ErrNotFound; a file that is not valid JSON of v's kind is a
+// distinct error, so callers can tell "not yet written" from "damaged".
+func ReadJSON(ctx context.Context, st storage.Store, key string, v any) error {
 	data, err := st.Get(ctx, key)
 	if err != nil {
 		return err

@@ -93,7 +93,7 @@ func Save(ctx context.Context, st storage.Store, out StepOutput) (Saved, error) 
 	// Leftovers of an unfinished attempt at this step must not mix with the
 	// new workspace.
 	if !out.Fresh {
-		if err := deletePrefix(ctx, st, WorkspacePrefix(out.Agent, step)); err != nil {
+		if err := DeletePrefix(ctx, st, WorkspacePrefix(out.Agent, step)); err != nil {
 			return Saved{}, err
 		}
 	}
@@ -163,7 +163,9 @@ func nonNil(m map[string]int) map[string]int {
 	return m
 }
 
-func deletePrefix(ctx context.Context, st storage.Store, prefix string) error {
+// DeletePrefix removes every key under prefix, so a rewritten folder (a
+// retried step's workspace, final/workspace/) never keeps stale files.
+func DeletePrefix(ctx context.Context, st storage.Store, prefix string) error {
 	keys, err := st.List(ctx, prefix)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", prefix, err)

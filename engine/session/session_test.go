@@ -229,7 +229,7 @@ func TestSeedLifecycle(t *testing.T) {
 	ids := []string{"agent_a", "agent_b", "agent_c"}
 	status := func() coord.Status {
 		l := load(t, st).Ledger()
-		return coord.Summarize(l, coord.RuleMajority, "coordinating")
+		return coord.Summarize(l, coord.Judge(l, coord.VerdictOptions{Rule: coord.RuleMajority}, 0), "coordinating")
 	}
 
 	for _, id := range ids {

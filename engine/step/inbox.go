@@ -44,13 +44,6 @@ func (b *inbox) Unseen(ctx context.Context, seen map[string]int, humanSeen int) 
 	return u, err
 }
 
-// InboxMessage is inbox/<NNN>.json: one runtime human input.
-type InboxMessage struct {
-	Seq  int    `json:"seq"`
-	Text string `json:"text"`
-	At   string `json:"at"`
-}
-
 // readInbox returns the human inputs after the first skip, in order.
 func readInbox(ctx context.Context, st storage.Store, skip int) ([]string, error) {
 	keys, err := st.List(ctx, session.InboxPrefix)
@@ -66,7 +59,7 @@ func readInbox(ctx context.Context, st storage.Store, skip int) ([]string, error
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", k, err)
 		}
-		var m InboxMessage
+		var m session.InboxMessage
 		if err := json.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("read %s: %w", k, err)
 		}

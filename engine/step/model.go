@@ -13,8 +13,20 @@ func NewModel(cfg *config.Config, agent *config.Agent, getenv func(string) strin
 	for name, p := range cfg.Prices {
 		prices[name] = llm.Price{Input: p.Input, Output: p.Output}
 	}
+	b := agent.Backend
+	params := llm.Params{TopP: b.TopP, ExtraBody: b.ExtraBody}
+	if b.Reasoning != nil {
+		params.ReasoningEffort = b.Reasoning.Effort
+	}
+	if b.Text != nil {
+		params.Verbosity = b.Text.Verbosity
+	}
+	base, err := b.ResolveBaseURL(getenv)
+	if err != nil {
+		return nil, err
+	}
 	return llm.NewFromEnv(llm.Config{
-		Model: agent.Backend.Model, BaseURL: agent.Backend.BaseURL,
-		APIKeyEnv: agent.Backend.APIKeyEnv, Prices: prices,
+		Model: b.Model, BaseURL: base, APIKeyEnv: b.APIKeyEnv, Prices: prices,
+		KeyRequired: b.KeyRequired(), Params: params,
 	}, getenv)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
@@ -14,24 +15,6 @@ import (
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
 )
-
-// Final answer keys.
-const (
-	FinalAnswerKey    = session.FinalPrefix + "answer.json"
-	FinalMarkdownKey  = session.FinalPrefix + "answer.md"
-	FinalWorkspaceKey = session.FinalPrefix + "workspace/"
-	finalTraceKey     = session.FinalPrefix + "trace.jsonl"
-)
-
-// FinalAnswer is final/answer.json.
-type FinalAnswer struct {
-	AgentID   string `json:"agent_id"`
-	Label     string `json:"label"` // agentN.final
-	Answer    string `json:"answer"`
-	Strategy  string `json:"strategy"`
-	Source    string `json:"source"` // the stored answer it started from (agentN.M)
-	Timestamp string `json:"timestamp"`
-}
 
 // PresentOptions describe the final presentation.
 type PresentOptions struct {
@@ -50,7 +33,7 @@ type PresentOptions struct {
 }
 
 // Present writes final/answer.json, final/answer.md and final/workspace/.
-func Present(ctx context.Context, o PresentOptions) (*FinalAnswer, llm.Usage, error) {
+func Present(ctx context.Context, o PresentOptions) (*session.FinalAnswer, llm.Usage, error) {
 	var usage llm.Usage
 	if o.Now == nil {
 		o.Now = time.Now
@@ -71,16 +54,16 @@ func Present(ctx context.Context, o PresentOptions) (*FinalAnswer, llm.Usage, er
 	if latest == nil && o.Strategy != config.FinalSynthesize {
 		return nil, usage, fmt.Errorf("%w: presenter %s has no answer to present", ErrBadInput, o.Presenter)
 	}
-	final := &FinalAnswer{AgentID: o.Presenter, Label: coord.FinalLabel(anon[o.Presenter]), Strategy: string(o.Strategy)}
+	final := &session.FinalAnswer{AgentID: o.Presenter, Label: coord.FinalLabel(anon[o.Presenter]), Strategy: string(o.Strategy)}
 	if latest != nil {
 		final.Source = coord.Label(anon[o.Presenter], latest.Revision)
 		final.Answer = latest.Text
 	}
-	if err := deleteAll(ctx, o.Store, FinalWorkspaceKey); err != nil {
+	if err := session.DeletePrefix(ctx, o.Store, session.FinalWorkspacePrefix); err != nil {
 		return nil, usage, err
 	}
 	if latest != nil && latest.Workspace != "" {
-		if err := storage.CopyPrefix(ctx, o.Store, latest.Workspace, FinalWorkspaceKey); err != nil {
+		if err := storage.CopyPrefix(ctx, o.Store, latest.Workspace, session.FinalWorkspacePrefix); err != nil {
 			return nil, usage, fmt.Errorf("copy the winning workspace: %w", err)
 		}
 	}
@@ -93,11 +76,11 @@ func Present(ctx context.Context, o PresentOptions) (*FinalAnswer, llm.Usage, er
 		final.Answer = text
 	}
 	final.Timestamp = session.Timestamp(o.Now())
-	if err := session.WriteJSON(ctx, o.Store, FinalAnswerKey, final); err != nil {
+	if err := session.WriteJSON(ctx, o.Store, session.FinalAnswerKey, final); err != nil {
 		return nil, usage, err
 	}
-	if err := o.Store.Put(ctx, FinalMarkdownKey, []byte(strings.TrimRight(final.Answer, "\n")+"\n")); err != nil {
-		return nil, usage, fmt.Errorf("write %s: %w", FinalMarkdownKey, err)
+	if err := o.Store.Put(ctx, session.FinalMarkdownKey, []byte(strings.TrimRight(final.Answer, "\n")+"\n")); err != nil {
+		return nil, usage, fmt.Errorf("write %s: %w", session.FinalMarkdownKey, err)
 	}
 	return final, usage, nil
 }
@@ -115,48 +98,24 @@ func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (str
 	}
 	defer os.RemoveAll(tmp)
 	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(agentIDs(snap))}
-	in, err := p.input(ctx, snap, Options{Agent: o.Presenter, Config: o.Config, Mode: round.ModePresent, Model: o.Model}, agentCfg)
+	in, err := p.input(ctx, snap, Options{Agent: o.Presenter, Config: o.Config, Mode: coord.ModePresent, Model: o.Model}, agentCfg)
 	if err != nil {
 		return "", llm.Usage{}, err
 	}
 	in.Task, in.EvalCriteria, in.Tag = o.Task, o.EvalCriteria, o.Tag
 	in.Synthesize = o.Strategy == config.FinalSynthesize
-	in.Checkpoint = func(ctx context.Context, t *round.Transcript) error {
-		data, err := t.MarshalJSONL()
-		if err != nil {
-			return err
-		}
-		if o.OnCheckpoint != nil {
-			o.OnCheckpoint(t.Turns)
-		}
-		return o.Store.Put(ctx, finalTraceKey, data)
-	}
-	if data, err := o.Store.Get(ctx, finalTraceKey); err == nil {
-		if t, err := round.ParseTranscript(data); err == nil && t.Tag == o.Tag {
-			in.Resume = t
-		}
+	in.Checkpoint = agent.Checkpointer[round.State](o.Store, session.FinalTraceKey, o.OnCheckpoint)
+	if data, err := o.Store.Get(ctx, session.FinalTraceKey); err == nil {
+		in.Resume = resumable(data, o.Tag)
 	}
 	out, err := round.Run(ctx, in)
 	if err != nil {
 		return "", llm.Usage{}, err
 	}
 	if dir := nonEmptyDir(in.Workspace.Dir); dir != "" {
-		if err := storage.PutDir(ctx, o.Store, FinalWorkspaceKey, dir); err != nil {
+		if err := storage.PutDir(ctx, o.Store, session.FinalWorkspacePrefix, dir); err != nil {
 			return "", out.Usage, fmt.Errorf("store the final workspace: %w", err)
 		}
 	}
 	return out.Answer, out.Usage, nil
-}
-
-func deleteAll(ctx context.Context, st storage.Store, prefix string) error {
-	keys, err := st.List(ctx, prefix)
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := st.Delete(ctx, k); err != nil {
-			return err
-		}
-	}
-	return nil
 }

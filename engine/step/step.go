@@ -1,8 +1,10 @@
-// Package step runs one agent step against a stored session: load the
-// snapshot, show every answer anonymized, run the round engine with a
-// storage-backed inbox and checkpoint, and save the action. `conclave step`
-// and the AgentStep activity both call it, so step mode and Temporal store
-// exactly the same files.
+// Package step runs the agent-step engine (engine/agent) against storage:
+// an agent step of a session (load the snapshot, show every answer
+// anonymized, run the coordination policy with a storage-backed inbox and
+// checkpoint, save the action), the final presentation, and a pipeline
+// step (its workspace, checkpoint and call messages in its run folder).
+// `conclave step` and the activities call it, so step mode and Temporal
+// store exactly the same files.
 package step
 
 import (
@@ -14,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
@@ -33,8 +36,9 @@ type Options struct {
 	EvalCriteria []string
 	// Step is the step number; 0 means the agent's next one (step mode).
 	Step int
-	// Mode forces a round mode; empty chooses from the config and limits.
-	Mode  round.Mode
+	// Mode forces a step mode; empty chooses with coord.NextMode from the
+	// config and limits.
+	Mode  coord.Mode
 	Tally map[string]int
 	// Tag identifies this launch; a stored transcript is resumed only when
 	// its tag matches, so a relaunch never continues a cancelled attempt.
@@ -108,30 +112,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		stepNo = self.LatestStep + 1
 	}
 	traceKey := session.TraceKey(o.Agent, stepNo)
-	in.Checkpoint = func(ctx context.Context, t *round.Transcript) error {
-		data, err := t.MarshalJSONL()
-		if err != nil {
-			return err
-		}
-		if err := o.Store.Put(ctx, traceKey, data); err != nil {
-			return err
-		}
-		if o.OnCheckpoint != nil {
-			o.OnCheckpoint(t.Turns)
-		}
-		return nil
-	}
+	in.Checkpoint = agent.Checkpointer[round.State](o.Store, traceKey, o.OnCheckpoint)
 	data, err := got.trace, got.traceErr
 	if stepNo != o.Step { // step mode: the step number was not known before
 		data, err = o.Store.Get(ctx, traceKey)
 	}
 	fresh := stepNo == o.Step && errors.Is(err, storage.ErrNotFound)
-	if err == nil {
-		if t, err := round.ParseTranscript(data); err == nil && t.Tag == o.Tag {
-			in.Resume = t
-		}
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("read the checkpoint %s: %w", traceKey, err)
+	}
+	if err == nil {
+		in.Resume = resumable(data, o.Tag)
 	}
 
 	started := o.Now()
@@ -155,6 +146,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Label = coord.Label(p.anon[o.Agent], self.AnswerCount+1)
 	}
 	return res, nil
+}
+
+// resumable is the stored checkpoint of a coordination step or of the
+// presentation when this launch may continue it: one of another launch, or
+// one that cannot be parsed (damaged, or of an older format), starts fresh
+// and is overwritten by the first checkpoint.
+func resumable(data []byte, tag string) *round.Transcript {
+	t, err := agent.ParseTranscript[round.State](data)
+	if err != nil || t.Tag != tag {
+		return nil
+	}
+	return t
 }
 
 // prefetched holds the reads a step needs besides the snapshot.
@@ -243,11 +246,12 @@ func (p *prep) input(ctx context.Context, snap *session.Snapshot, o Options, age
 	orch := o.Config.Orchestrator
 	mode := o.Mode
 	if mode == "" {
-		mode = round.ModeVoting
-		if orch.CoordinationMode == config.ModeDecomposition {
-			mode = round.ModeDecomposition
-		} else if ok, _ := coord.CanAnswer(snap.Ledger(), o.Agent, orch.Limits()); !ok && len(answers) > 0 {
-			mode = round.ModeVoteOnly
+		var ok bool
+		mode, ok = coord.NextMode(snap.Ledger(), o.Agent, orch.CoordinationMode == config.ModeDecomposition, orch.Limits())
+		if !ok {
+			// Capped with no answer anywhere: step mode has always run such
+			// a step in voting mode, where new_answer is still offered.
+			mode = coord.ModeVoting
 		}
 	}
 	in := round.Input{

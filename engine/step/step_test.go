@@ -68,7 +68,7 @@ func TestInjectionThroughStorage(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(ws, "page.html"), []byte("<p>B2</p>"), 0o644))
 			_, err := session.Save(ctx, st, session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "B2", WorkspaceDir: ws, Now: now()})
 			require.NoError(t, err)
-			require.NoError(t, session.WriteJSON(ctx, st, session.InboxKey(1), InboxMessage{Seq: 1, Text: "Mention Ringo."}))
+			require.NoError(t, session.WriteJSON(ctx, st, session.InboxKey(1), session.InboxMessage{Seq: 1, Text: "Mention Ringo."}))
 			return llmtest.Reply{Text: "let me think"}
 		}).Once(),
 		llmtest.Func(func(r llmtest.Request) llmtest.Reply {
@@ -142,10 +142,10 @@ func TestPresent(t *testing.T) {
 	require.Equal(t, "B's answer", final.Answer)
 	require.Equal(t, "agent2.final", final.Label)
 	require.Equal(t, "agent2.1", final.Source)
-	md, err := st.Get(ctx, FinalMarkdownKey)
+	md, err := st.Get(ctx, session.FinalMarkdownKey)
 	require.NoError(t, err)
 	require.Equal(t, "B's answer\n", string(md))
-	html, err := st.Get(ctx, FinalWorkspaceKey+"index.html")
+	html, err := st.Get(ctx, session.FinalWorkspacePrefix+"index.html")
 	require.NoError(t, err)
 	require.Equal(t, "<h1>B</h1>", string(html))
 

@@ -3,6 +3,8 @@ package tools
 import (
 	"fmt"
 	"slices"
+
+	"github.com/conclave-ai/conclave/engine/coord"
 )
 
 // Names of the workflow tools (seed 001, "Submission Semantics").
@@ -26,25 +28,6 @@ const (
 	MaxSummaryBytes = 16 << 10
 )
 
-// Mode selects which workflow tools an agent is offered for a step.
-type Mode string
-
-// The modes of seed 001.
-const (
-	// ModeVoting is normal coordination: iterate with new_answer or end the
-	// turn with vote.
-	ModeVoting Mode = "voting"
-	// ModeVoteOnly is used once an answer limit is hit: the agent may only
-	// vote, so new_answer is not offered at all rather than refused later.
-	ModeVoteOnly Mode = "vote_only"
-	// ModeDecomposition is for subtask work: iterate with new_answer or end
-	// with stop; there is no vote because agents do not compete.
-	ModeDecomposition Mode = "decomposition"
-	// ModeAnswerOnly is the final presentation: the presenter submits one
-	// answer and nothing else.
-	ModeAnswerOnly Mode = "answer_only"
-)
-
 // IsWorkflowTool reports whether name is a tool that ends or advances the
 // agent's turn, as opposed to a workspace tool whose result the model keeps
 // working with.
@@ -52,26 +35,30 @@ func IsWorkflowTool(name string) bool {
 	return name == NewAnswer || name == Vote || name == Stop
 }
 
-// WorkflowSpecs returns the workflow tools offered in mode. candidates are the
+// WorkflowSpecs returns the workflow tools offered in mode (seed 001):
+// voting iterates with new_answer or ends with vote; vote_only (an answer
+// limit is hit) offers vote alone rather than refusing new_answer later;
+// decomposition iterates with new_answer or ends with stop, since agents do
+// not compete; present is the final presentation, new_answer alone. candidates are the
 // anonymous ids that have an answer to vote for (see VoteSpec); vote is left
 // out when there are none, because a vote with no target can only fail. So
 // ModeVoteOnly with no candidates offers nothing, and the caller should not
 // start such a step. An unknown mode offers nothing.
-func WorkflowSpecs(mode Mode, candidates []string) []Spec {
+func WorkflowSpecs(mode coord.Mode, candidates []string) []Spec {
 	var specs []Spec
 	switch mode {
-	case ModeVoting:
+	case coord.ModeVoting:
 		specs = append(specs, NewAnswerSpec())
 		if len(candidates) > 0 {
 			specs = append(specs, VoteSpec(candidates))
 		}
-	case ModeVoteOnly:
+	case coord.ModeVoteOnly:
 		if len(candidates) > 0 {
 			specs = append(specs, VoteSpec(candidates))
 		}
-	case ModeDecomposition:
+	case coord.ModeDecomposition:
 		specs = append(specs, NewAnswerSpec(), StopSpec())
-	case ModeAnswerOnly:
+	case coord.ModePresent:
 		specs = append(specs, NewAnswerSpec())
 	}
 	return specs

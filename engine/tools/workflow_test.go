@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/conclave-ai/conclave/engine/coord"
 )
 
 // parseCase is one argument string and what parsing must make of it: either
@@ -154,18 +156,18 @@ func TestVoteSpec(t *testing.T) {
 func TestWorkflowSpecs(t *testing.T) {
 	two := []string{"agent1", "agent2"}
 	cases := []struct {
-		mode       Mode
+		mode       coord.Mode
 		candidates []string
 		want       []string
 	}{
-		{ModeVoting, two, []string{NewAnswer, Vote}},
-		{ModeVoting, nil, []string{NewAnswer}},
-		{ModeVoteOnly, two, []string{Vote}},
-		{ModeVoteOnly, nil, nil},
-		{ModeDecomposition, two, []string{NewAnswer, Stop}},
-		{ModeDecomposition, nil, []string{NewAnswer, Stop}},
-		{ModeAnswerOnly, two, []string{NewAnswer}},
-		{Mode("bogus"), two, nil},
+		{coord.ModeVoting, two, []string{NewAnswer, Vote}},
+		{coord.ModeVoting, nil, []string{NewAnswer}},
+		{coord.ModeVoteOnly, two, []string{Vote}},
+		{coord.ModeVoteOnly, nil, nil},
+		{coord.ModeDecomposition, two, []string{NewAnswer, Stop}},
+		{coord.ModeDecomposition, nil, []string{NewAnswer, Stop}},
+		{coord.ModePresent, two, []string{NewAnswer}},
+		{coord.Mode("bogus"), two, nil},
 	}
 	for _, c := range cases {
 		t.Run(string(c.mode), func(t *testing.T) {

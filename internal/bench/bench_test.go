@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/conclave-ai/conclave/internal/devserver"
+	"github.com/conclave-ai/conclave/internal/testenv"
 )
 
 // TestRunSmall runs every measurement at a small scale on real servers and
@@ -16,6 +19,10 @@ func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Temporal and MinIO")
 	}
+	// Run finds the same tools; without them the test skips (or, with the
+	// variables set, fails) the way every server test does.
+	testenv.FindBinary(t, "Temporal CLI", devserver.BinaryEnv, "temporal")
+	testenv.FindBinary(t, "MinIO", MinIOBinaryEnv, "minio")
 	var progress bytes.Buffer
 	rep, err := Run(t.Context(), Options{
 		Latency:     500 * time.Millisecond,

@@ -12,8 +12,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/worker"
 	"github.com/conclave-ai/conclave/workflows"
 )
@@ -48,14 +49,14 @@ func (e *env) runSession(ctx context.Context, id string, cfg *config.Config) ses
 	r := sessionRun{id: id}
 	start := time.Now()
 	run, err := e.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: worker.DefaultTaskQueue},
-		workflows.CoordinationName, workflows.CoordinationInput{Task: task, Config: *cfg})
+		contract.CoordinationName, workflows.CoordinationInput{Task: task, Config: *cfg})
 	if err != nil {
 		r.err = fmt.Errorf("start %s: %w", id, err)
 		return r
 	}
 	r.err = run.Get(ctx, &r.result)
 	r.wall = time.Since(start)
-	if r.err == nil && r.result.Status != workflows.StatusConsensus {
+	if r.err == nil && r.result.Status != coord.StatusConsensus {
 		r.err = fmt.Errorf("%s ended %s, not in consensus", id, r.result.Status)
 	}
 	return r
@@ -103,8 +104,8 @@ func (e *env) stepOverheads(ctx context.Context, id string, calls []call) ([]ste
 			return nil, fmt.Errorf("history of %s: %w", id, err)
 		}
 		at := ev.GetEventTime().AsTime()
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activities.NameAgentStep {
-			var in activities.AgentStepInput
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == contract.NameAgentStep {
+			var in contract.AgentStepInput
 			if p := a.GetInput().GetPayloads(); len(p) == 1 {
 				if err := json.Unmarshal(p[0].GetData(), &in); err != nil {
 					return nil, fmt.Errorf("history of %s: an AgentStep input is not JSON (is a payload codec on?): %w", id, err)

@@ -25,6 +25,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+
+	"github.com/conclave-ai/conclave/contract"
 )
 
 // BinaryEnv names the variable that overrides where the Temporal CLI is;
@@ -41,10 +43,10 @@ const DefaultReadyTimeout = 60 * time.Second
 const stopGrace = 10 * time.Second
 
 // searchAttributes are registered on the namespace (all Keyword) so
-// sessions can be filtered by phase and winner in the Web UI. They are
-// workflows.SearchAttrPhase and workflows.SearchAttrWinner, spelled out to
-// keep workflow code out of this package.
-func searchAttributes() []string { return []string{"ConclavePhase", "ConclaveWinner"} }
+// sessions can be filtered by phase and winner in the Web UI.
+func searchAttributes() []string {
+	return []string{contract.SearchAttrPhase, contract.SearchAttrWinner}
+}
 
 // Config says how to start the server. Zero ports are chosen free.
 type Config struct {
@@ -96,6 +98,13 @@ func FindBinary(dir string) (string, error) {
 	return FindTool(dir, BinaryEnv, "temporal", "the Temporal CLI")
 }
 
+// ErrNotInstalled is wrapped by FindTool's error when the tool is simply
+// not installed ($envVar unset, no bin/<name>, nothing on PATH), as opposed
+// to a variable naming a missing file. Tests skip on the first and fail on
+// the second, so a fresh checkout's `go test ./...` passes while a broken
+// `make test` setup cannot pass by skipping.
+var ErrNotInstalled = errors.New("not installed")
+
 // FindTool finds a tool that `make tools` installs into bin/: $envVar if
 // set, else bin/<name> in dir or the nearest parent that has one, else
 // <name> on PATH. label names the tool in errors.
@@ -122,7 +131,7 @@ func FindTool(dir, envVar, name, label string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("%s was not found in ./bin above %s or on PATH; run `make tools` (or set $%s)", label, dir, envVar)
+	return "", fmt.Errorf("%s was not found in ./bin above %s or on PATH (%w); run `make tools` (or set $%s)", label, dir, ErrNotInstalled, envVar)
 }
 
 // Start starts the server and returns once a client can describe its

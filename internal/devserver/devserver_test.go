@@ -38,7 +38,10 @@ func TestArgs(t *testing.T) {
 func TestStartPortTaken(t *testing.T) {
 	wd, _ := os.Getwd()
 	bin, err := FindBinary(wd)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNotInstalled): // the rule of testenv.FindBinary, which imports this package
+		t.Skipf("the Temporal CLI not found: run `make test` (installs it into ./bin) or set %s", BinaryEnv)
+	case err != nil:
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -64,8 +67,13 @@ func TestStartPortTaken(t *testing.T) {
 func TestFindBinaryEnvMissing(t *testing.T) {
 	t.Setenv(BinaryEnv, "/nonexistent/temporal")
 	_, err := FindBinary(t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "/nonexistent/temporal") || !strings.Contains(err.Error(), "make tools") {
-		t.Fatalf("FindBinary error = %v, want the path and the fix", err)
+	if err == nil || errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "/nonexistent/temporal") || !strings.Contains(err.Error(), "make tools") {
+		t.Fatalf("FindBinary error = %v, want the path and the fix, and not ErrNotInstalled", err)
+	}
+	t.Setenv(BinaryEnv, "")
+	t.Setenv("PATH", t.TempDir())
+	if _, err := FindTool(t.TempDir(), BinaryEnv, "conclave-no-such-tool", "nothing"); !errors.Is(err, ErrNotInstalled) {
+		t.Fatalf("FindTool error = %v, want ErrNotInstalled", err)
 	}
 }
 

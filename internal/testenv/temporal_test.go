@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -126,14 +125,8 @@ func TestStartTemporalUI(t *testing.T) {
 func TestStartTemporalMissingBinary(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "temporal")
 	t.Setenv("CONCLAVE_TEMPORAL_BIN", missing)
-	f := &fatalTB{TB: t}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer func() { _ = recover() }()
-		StartTemporal(f)
-	})
-	wg.Wait()
-	if !strings.Contains(f.msg, "Temporal CLI binary not found at "+missing) || !strings.Contains(f.msg, "run `make tools`") {
+	f := ending(t, func(tb testing.TB) { StartTemporal(tb) })
+	if !strings.Contains(f.msg, "Temporal CLI was not found at "+missing) || !strings.Contains(f.msg, "run `make tools`") {
 		t.Fatalf("message %q does not say what is missing and how to fix it", f.msg)
 	}
 }

@@ -1,7 +1,8 @@
 // Package testenv starts the real servers Conclave's tests run against
 // (MinIO now, a Temporal dev server later) on loopback ports, and tears
 // them down when the test ends. Binaries come from ./bin, built by
-// `make tools`, so tests never download anything.
+// `make tools` (or `make test`), so tests never download anything; without
+// them the tests that need servers skip (see FindBinary).
 package testenv
 
 import (
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/conclave-ai/conclave/internal/devserver"
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. The
@@ -56,18 +59,20 @@ func ModuleRoot(t testing.TB) string {
 	}
 }
 
-// FindBinary returns the path of a tool binary: $envVar if set, else
-// <module root>/bin/<file>. It fails the test with the fix when the file is
-// missing rather than skipping, so a missing tool is never mistaken for a
-// passing suite. label names the tool in that message ("MinIO").
+// FindBinary returns the path of a tool binary the way the dev command
+// finds it (devserver.FindTool): $envVar if set, else bin/<file> from the
+// module root up, else <file> on PATH. A tool that is not installed skips
+// the test, with the fix, so `go test ./...` on a fresh checkout passes; a
+// variable naming a missing file fails it, so `make test` (which sets the
+// variables) can never pass by skipping. label names the tool ("MinIO").
 func FindBinary(t testing.TB, label, envVar, file string) string {
 	t.Helper()
-	bin := os.Getenv(envVar)
-	if bin == "" {
-		bin = filepath.Join(ModuleRoot(t), "bin", file)
-	}
-	if fi, err := os.Stat(bin); err != nil || fi.IsDir() {
-		t.Fatalf("testenv: %s binary not found at %s; run `make tools` (or set %s)", label, bin, envVar)
+	bin, err := devserver.FindTool(ModuleRoot(t), envVar, file, label)
+	switch {
+	case errors.Is(err, devserver.ErrNotInstalled):
+		t.Skipf("testenv: %s not found: run `make test` (installs it into ./bin) or set %s", label, envVar)
+	case err != nil:
+		t.Fatalf("testenv: %v", err)
 	}
 	return bin
 }

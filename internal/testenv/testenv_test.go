@@ -33,7 +33,8 @@ func TestModuleRoot(t *testing.T) {
 // fatalTB records Fatalf instead of failing the real test.
 type fatalTB struct {
 	testing.TB
-	msg string
+	msg     string
+	skipped bool
 }
 
 func (f *fatalTB) Helper() {}
@@ -42,17 +43,40 @@ func (f *fatalTB) Fatalf(format string, args ...any) {
 	panic(f)
 }
 
-func TestFindBinaryMissing(t *testing.T) {
-	t.Setenv("CONCLAVE_TEST_BIN", filepath.Join(t.TempDir(), "nothing"))
+// Skipf records a skip the same way; skipped tells it from a failure.
+func (f *fatalTB) Skipf(format string, args ...any) {
+	f.skipped = true
+	f.Fatalf(format, args...)
+}
+
+// ending runs fn with a fatalTB in a goroutine of its own, as testing
+// does, and returns how fn ended the test.
+func ending(t *testing.T, fn func(testing.TB)) *fatalTB {
 	f := &fatalTB{TB: t}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer func() { _ = recover() }()
-		FindBinary(f, "MinIO", "CONCLAVE_TEST_BIN", "nothing")
+		fn(f)
 	})
 	wg.Wait()
-	if !strings.Contains(f.msg, "MinIO binary not found at") || !strings.Contains(f.msg, "run `make tools`") {
-		t.Fatalf("message %q does not say what is missing and how to fix it", f.msg)
+	return f
+}
+
+func TestFindBinaryMissing(t *testing.T) {
+	t.Setenv("CONCLAVE_TEST_BIN", filepath.Join(t.TempDir(), "nothing"))
+	f := ending(t, func(tb testing.TB) { FindBinary(tb, "MinIO", "CONCLAVE_TEST_BIN", "nothing") })
+	if f.skipped || !strings.Contains(f.msg, "MinIO was not found at") || !strings.Contains(f.msg, "run `make tools`") {
+		t.Fatalf("message %q (skipped: %v) does not fail with what is missing and how to fix it", f.msg, f.skipped)
+	}
+}
+
+// Without the variable, a tool that is not installed skips the test with
+// the fix, so `go test ./...` passes on a fresh checkout.
+func TestFindBinaryNotInstalledSkips(t *testing.T) {
+	t.Setenv("CONCLAVE_TEST_BIN", "")
+	f := ending(t, func(tb testing.TB) { FindBinary(tb, "Nothing", "CONCLAVE_TEST_BIN", "conclave-no-such-tool") })
+	if !f.skipped || !strings.Contains(f.msg, "Nothing not found: run `make test` (installs it into ./bin) or set CONCLAVE_TEST_BIN") {
+		t.Fatalf("message %q (skipped: %v) does not skip with the fix", f.msg, f.skipped)
 	}
 }
 

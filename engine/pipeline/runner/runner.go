@@ -1,9 +1,10 @@
-// Package runner runs one step of a pipeline with a model: the step's
-// isolated context, its tool loop (workspace tools plus jump_to_step,
-// call_step and complete_step), its iteration limit, and a transcript that
-// is checkpointed after every model call so a retried step resumes instead
-// of paying for the same calls again. The graph and its state machine stay
-// in the pure parent package; this one does I/O.
+// Package runner is the pipeline step policy of the agent-step engine
+// (engine/agent): one step of a pipeline with a model — the step's isolated
+// context, its tools (the workspace tools it names plus jump_to_step,
+// call_step and complete_step), its iteration limit. The engine's loop
+// checkpoints the transcript after every model call, so a retried step
+// resumes instead of paying for the same calls again. The graph and its
+// state machine stay in the parent package; this one does I/O.
 package runner
 
 import (
@@ -12,8 +13,10 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/engine/tools"
@@ -50,13 +53,15 @@ type Input struct {
 	OnChunk    func()
 }
 
-// Transcript is the step's conversation plus what resuming it needs.
-type Transcript struct {
-	Messages []llm.Message     `json:"messages"`
-	Turns    int               `json:"turns"`
-	Usage    llm.Usage         `json:"usage"`
-	Pending  *pipeline.Request `json:"pending,omitempty"`
-	Final    *Outcome          `json:"final,omitempty"`
+// Transcript is a pipeline step's transcript: its conversation and the
+// policy's State, stored as trace.jsonl like an agent step's.
+type Transcript = agent.Transcript[State]
+
+// State is what the pipeline step policy keeps in the transcript's state line.
+type State struct {
+	// Pending is the jump or call the model asked for; the step ends with it.
+	Pending *pipeline.Request `json:"pending,omitempty"`
+	Final   *Outcome          `json:"final,omitempty"`
 }
 
 // Outcome is how the step ended.
@@ -84,153 +89,106 @@ func Run(ctx context.Context, in Input) (*Outcome, *Transcript, error) {
 	if in.Workspace == "" {
 		return nil, nil, errors.New("runner: no workspace directory")
 	}
-	r := &run{in: &in, step: step, ws: tools.Workspace{Dir: in.Workspace}}
+	p := &policy{in: &in, step: step}
+	cfg := agent.Config[State]{
+		Model: in.Model, ModelName: in.ModelName, Temperature: in.Temperature, MaxTokens: in.MaxTokens,
+		OnChunk: in.OnChunk, MaxTurns: p.maxIterations(), Resume: in.Transcript, Checkpoint: in.Checkpoint,
+		Files: agent.Files{Workspace: &tools.Workspace{Dir: in.Workspace}, Allow: func(name string) bool { return slices.Contains(step.Tools, name) }},
+	}
 	switch {
 	case in.Transcript != nil:
-		r.t = in.Transcript
-		r.replayWrites()
-		if r.t.Final != nil {
-			return r.t.Final, r.t, nil
-		}
 	case len(in.Resume) > 0:
-		r.t = &Transcript{Messages: append([]llm.Message(nil), in.Resume...)}
+		cfg.Messages = append([]llm.Message(nil), in.Resume...)
 	default:
-		r.t = &Transcript{Messages: FirstMessages(in, step)}
+		cfg.Messages = FirstMessages(in, step)
 	}
-	out, err := r.loop(ctx)
-	return out, r.t, err
+	t, err := agent.Run(ctx, cfg, p)
+	if err != nil {
+		return nil, t, err
+	}
+	return t.State.Final, t, nil
 }
 
-type run struct {
+// policy is the pipeline step policy of the agent-step engine: workspace
+// tools the step names, complete_step, jump_to_step and call_step to the
+// step's destinations, and an answer without tool calls completes it.
+type policy struct {
 	in   *Input
 	step pipeline.Step
-	ws   tools.Workspace
-	t    *Transcript
 }
 
-func (r *run) maxIterations() int {
-	if r.step.MaxIterations > 0 {
-		return r.step.MaxIterations
+func (p *policy) maxIterations() int {
+	if p.step.MaxIterations > 0 {
+		return p.step.MaxIterations
 	}
 	return DefaultMaxIterations
 }
 
-func (r *run) loop(ctx context.Context) (*Outcome, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if last := r.t.Messages[len(r.t.Messages)-1]; last.Role == llm.RoleAssistant {
-			if out := r.handle(last); out != nil {
-				out.Usage, out.Turns = r.t.Usage, r.t.Turns
-				r.t.Final = out
-				return out, r.checkpoint(ctx)
-			}
-			if err := r.checkpoint(ctx); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if r.t.Turns >= r.maxIterations() {
-			out := &Outcome{Status: pipeline.MaxIterations, Usage: r.t.Usage, Turns: r.t.Turns,
-				Error: fmt.Sprintf("step %q made %d model calls without finishing (max_iterations %d)", r.step.Name, r.t.Turns, r.maxIterations())}
-			r.t.Final = out
-			return out, r.checkpoint(ctx)
-		}
-		resp, err := r.in.Model.Complete(ctx, llm.Request{
-			Model: r.in.ModelName, Messages: r.t.Messages, Tools: r.tools(),
-			Temperature: r.in.Temperature, MaxTokens: r.in.MaxTokens, OnChunk: r.in.OnChunk,
-		})
-		if err != nil {
-			return nil, err
-		}
-		msg := resp.Message
-		msg.Role = llm.RoleAssistant
-		r.t.Messages = append(r.t.Messages, msg)
-		r.t.Turns++
-		r.t.Usage = r.t.Usage.Add(resp.Usage)
-		if err := r.checkpoint(ctx); err != nil {
-			return nil, err
-		}
-	}
-}
+func (p *policy) Finished(t *Transcript) bool { return t.State.Final != nil }
 
-func (r *run) checkpoint(ctx context.Context) error {
-	if r.in.Checkpoint == nil {
-		return nil
-	}
-	if err := r.in.Checkpoint(ctx, r.t); err != nil {
-		return fmt.Errorf("checkpoint step %q: %w", r.step.Name, err)
-	}
+func (p *policy) SafePoint(context.Context, *Transcript) ([]llm.Message, error) { return nil, nil }
+
+// OutOfTurns ends the step with status max_iterations.
+func (p *policy) OutOfTurns(t *Transcript) error {
+	t.State.Final = &Outcome{Status: pipeline.MaxIterations, Usage: t.Usage, Turns: t.Turns,
+		Error: fmt.Sprintf("step %q made %d model calls without finishing (max_iterations %d)", p.step.Name, t.Turns, p.maxIterations())}
 	return nil
 }
 
-func (r *run) tools() []llm.Tool {
-	var specs []tools.Spec
-	for _, s := range r.ws.Specs() {
-		if contains(r.step.Tools, s.Name) {
-			specs = append(specs, s)
-		}
-	}
-	specs = append(specs, pipeline.Specs(r.in.Graph, r.step.Name)...)
-	out := make([]llm.Tool, len(specs))
-	for i, s := range specs {
-		out[i] = llm.Tool{Name: s.Name, Description: s.Description, Parameters: s.Parameters}
-	}
-	return out
+func (p *policy) Tools(_ *Transcript, files agent.Files) []tools.Spec {
+	return append(files.Specs(), pipeline.Specs(p.in.Graph, p.step.Name)...)
 }
 
-// handle answers the tool calls of the model's latest message and decides
-// whether the step is over. An answer without tool calls completes it.
-func (r *run) handle(msg llm.Message) *Outcome {
-	if len(msg.ToolCalls) == 0 {
-		if r.t.Pending != nil {
-			return r.transfer(msg.Content)
-		}
-		return &Outcome{Status: pipeline.Completed, Summary: strings.TrimSpace(msg.Content)}
-	}
+// Handle answers the tool calls of the model's latest message, in order,
+// and decides whether the step is over. An answer without tool calls
+// completes it.
+func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files agent.Files) (agent.Turn, error) {
+	var turn agent.Turn
 	var done *pipeline.Completion
 	for _, c := range msg.ToolCalls {
-		res := r.call(c, &done)
-		content := res.Content
-		if res.IsError {
-			content = "Error: " + content
-		}
-		r.t.Messages = append(r.t.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content})
+		turn.Results = append(turn.Results, p.call(t, c, files, &done))
 	}
+	var out *Outcome
 	switch {
+	case len(msg.ToolCalls) == 0 && t.State.Pending == nil:
+		out = &Outcome{Status: pipeline.Completed, Summary: strings.TrimSpace(msg.Content)}
 	case done != nil && done.Status == "fail":
-		r.t.Pending = nil
-		return &Outcome{Status: pipeline.Failed, Summary: summaryOf(msg.Content, *done), Evidence: done.Evidence, Error: done.Error}
-	case r.t.Pending != nil:
-		return r.transfer(msg.Content)
+		t.State.Pending = nil
+		out = &Outcome{Status: pipeline.Failed, Summary: summaryOf(msg.Content, *done), Evidence: done.Evidence, Error: done.Error}
+	case t.State.Pending != nil:
+		out = p.transfer(t, msg.Content)
 	case done != nil:
-		return &Outcome{Status: pipeline.Completed, Summary: summaryOf(msg.Content, *done), Evidence: done.Evidence}
+		out = &Outcome{Status: pipeline.Completed, Summary: summaryOf(msg.Content, *done), Evidence: done.Evidence}
 	}
-	return nil
+	if out != nil {
+		out.Usage, out.Turns = t.Usage, t.Turns
+		t.State.Final = out
+		turn.Done = true
+	}
+	return turn, nil
 }
 
 // transfer ends the step for the jump or call it asked for: a call keeps
 // the messages, which the caller saves for its return.
-func (r *run) transfer(text string) *Outcome {
-	p := *r.t.Pending
-	out := &Outcome{Status: pipeline.Completed, Request: &p, Summary: strings.TrimSpace(text)}
-	if p.Kind == pipeline.KindCall {
+func (p *policy) transfer(t *Transcript, text string) *Outcome {
+	r := *t.State.Pending
+	out := &Outcome{Status: pipeline.Completed, Request: &r, Summary: strings.TrimSpace(text)}
+	if r.Kind == pipeline.KindCall {
 		out.Status = pipeline.CallPending
 	}
 	if out.Summary == "" {
-		out.Summary = fmt.Sprintf("%s to step %s", p.Kind, p.Target)
+		out.Summary = fmt.Sprintf("%s to step %s", r.Kind, r.Target)
 	}
 	return out
 }
 
-func (r *run) call(c llm.ToolCall, done **pipeline.Completion) tools.Result {
-	g, from := r.in.Graph, r.step.Name
+func (p *policy) call(t *Transcript, c llm.ToolCall, files agent.Files, done **pipeline.Completion) tools.Result {
+	g, from := p.in.Graph, p.step.Name
 	switch c.Name {
 	case pipeline.ToolComplete:
 		comp, err := pipeline.ParseComplete(c.Arguments)
 		if err == nil {
-			err = r.checkEvidence(comp.Evidence)
+			err = p.checkEvidence(comp.Evidence)
 		}
 		if err != nil {
 			return tools.Result{Content: err.Error(), IsError: true}
@@ -239,8 +197,8 @@ func (r *run) call(c llm.ToolCall, done **pipeline.Completion) tools.Result {
 		return tools.Result{Content: "Step finished with status " + comp.Status + "."}
 	case pipeline.ToolJump, pipeline.ToolCall:
 		target, err := pipeline.ParseTarget(g, from, c.Name, c.Arguments)
-		if err == nil && r.t.Pending != nil {
-			err = fmt.Errorf("%s: this step already asked to %s to %q; finish the step now", c.Name, r.t.Pending.Kind, r.t.Pending.Target)
+		if pending := t.State.Pending; err == nil && pending != nil {
+			err = fmt.Errorf("%s: this step already asked to %s to %q; finish the step now", c.Name, pending.Kind, pending.Target)
 		}
 		if err != nil {
 			return tools.Result{Content: err.Error(), IsError: true}
@@ -251,53 +209,34 @@ func (r *run) call(c llm.ToolCall, done **pipeline.Completion) tools.Result {
 			kind = pipeline.KindCall
 			msg = "Step " + target + " runs now; you will resume here with its result."
 		}
-		r.t.Pending = &pipeline.Request{Kind: kind, Target: target}
+		t.State.Pending = &pipeline.Request{Kind: kind, Target: target}
 		return tools.Result{Content: msg}
 	}
-	if !contains(r.step.Tools, c.Name) {
-		return tools.Result{Content: fmt.Sprintf("there is no tool %q in step %q", c.Name, from), IsError: true}
+	if res, ok := files.Call(c); ok {
+		return res
 	}
-	res, _ := r.ws.Call(c.Name, c.Arguments)
-	return res
+	return tools.Result{Content: fmt.Sprintf("there is no tool %q in step %q", c.Name, from), IsError: true}
 }
 
 // checkEvidence refuses evidence that is not a file of the workspace, so
 // result.json never lists a path nobody can open.
-func (r *run) checkEvidence(paths []string) error {
-	for _, p := range paths {
-		clean := path.Clean(p)
-		if p == "" || path.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") {
-			return fmt.Errorf("%s: evidence %q must be a path inside the workspace", pipeline.ToolComplete, p)
+func (p *policy) checkEvidence(paths []string) error {
+	for _, e := range paths {
+		clean := path.Clean(e)
+		if e == "" || path.IsAbs(e) || clean == ".." || strings.HasPrefix(clean, "../") {
+			return fmt.Errorf("%s: evidence %q must be a path inside the workspace", pipeline.ToolComplete, e)
 		}
-		root, err := os.OpenRoot(r.in.Workspace)
+		root, err := os.OpenRoot(p.in.Workspace)
 		if err != nil {
 			return err
 		}
 		fi, err := root.Stat(clean)
 		root.Close()
 		if err != nil || !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s: evidence %q is not a file in the workspace; write it first or leave it out", pipeline.ToolComplete, p)
+			return fmt.Errorf("%s: evidence %q is not a file in the workspace; write it first or leave it out", pipeline.ToolComplete, e)
 		}
 	}
 	return nil
-}
-
-// replayWrites rebuilds the workspace of a resumed attempt: every write is
-// in the transcript, and only answered calls count.
-func (r *run) replayWrites() {
-	answered := map[string]bool{}
-	for _, m := range r.t.Messages {
-		if m.Role == llm.RoleTool {
-			answered[m.ToolCallID] = true
-		}
-	}
-	for _, m := range r.t.Messages {
-		for _, c := range m.ToolCalls {
-			if c.Name == tools.WriteFile && answered[c.ID] && contains(r.step.Tools, c.Name) {
-				r.ws.Call(c.Name, c.Arguments)
-			}
-		}
-	}
 }
 
 func summaryOf(text string, c pipeline.Completion) string {
@@ -311,13 +250,4 @@ func summaryOf(text string, c pipeline.Completion) string {
 		return "passed; evidence: " + strings.Join(c.Evidence, ", ")
 	}
 	return "passed"
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

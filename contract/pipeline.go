@@ -1,40 +1,11 @@
-package activities
+package contract
 
 import (
-	"fmt"
-
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
-	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/llm/chat"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 )
-
-// Activity names of pipeline runs.
-const (
-	NameInitPipeline        = "InitPipeline"
-	NamePipelineStep        = "PipelineStep"
-	NamePipelineReuse       = "PipelineReuse"
-	NameWritePipelineResult = "WritePipelineResult"
-	NameAdoptSession        = "AdoptSession"
-)
-
-// Storage keys of a pipeline run, relative to <run_id>/.
-const (
-	PipelineDefKey    = "pipeline.json"
-	PipelineResultKey = "result.json"
-	PipelineContext   = "context.md"
-)
-
-// StepFolder is where step seq of a run keeps its files:
-// steps/<seq>-<name>/ with trace.json, output.json, messages.json (a call's
-// saved messages) and workspace/ (the shared files after the step).
-func StepFolder(seq int, name string) string {
-	return fmt.Sprintf("steps/%03d-%s", seq, name)
-}
-
-// MaxSummaryBytes bounds a step's summary in workflow history; the whole
-// summary is in the step's output.json.
-const MaxSummaryBytes = 4 << 10
 
 // PipelineDefinition is what a pipeline run runs; config holds no secrets.
 type PipelineDefinition struct {
@@ -77,8 +48,8 @@ type PipelineStepInput struct {
 	From string `json:"from,omitempty"`
 	// ResumeKey and Resume bring a caller back from a call: the messages
 	// stored at ResumeKey, then Resume.
-	ResumeKey string        `json:"resume_key,omitempty"`
-	Resume    []llm.Message `json:"resume,omitempty"`
+	ResumeKey string         `json:"resume_key,omitempty"`
+	Resume    []chat.Message `json:"resume,omitempty"`
 }
 
 // PipelineStepResult is how a step ended, small enough for history.

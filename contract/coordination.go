@@ -1,35 +1,9 @@
-// Package activities holds Conclave's Temporal activities: each agent step,
-// the final presentation and small storage writes. Activities are methods on
-// one Activities struct that carries the dependencies (store, model factory,
-// clock), so tests build it with fakes. The input and output types here are
-// also what workflow history records: ids, step numbers, labels, previews and
-// storage keys — never a whole workspace or transcript.
-package activities
+package contract
 
 import (
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
-
-// Activity names as registered on the worker (and shown in the Web UI).
-const (
-	NameInitSession    = "InitSession"
-	NameAgentStep      = "AgentStep"
-	NamePresent        = "Present"
-	NameWriteStatus    = "WriteStatus"
-	NameWriteInbox     = "WriteInbox"
-	NameSearchAttrsSet = "SearchAttributesAvailable"
-)
-
-// Step modes of AgentStepInput.Mode (the round engine's modes).
-const (
-	ModeVoting        = "voting"
-	ModeVoteOnly      = "vote_only"
-	ModeDecomposition = "decomposition"
-)
-
-// PreviewChars bounds answer previews kept in workflow history.
-const PreviewChars = 280
 
 // InitSessionInput creates session.json and eval_criteria.json.
 type InitSessionInput struct {
@@ -55,7 +29,9 @@ type AgentStepInput struct {
 	Launch    int           `json:"launch"` // workflow-wide launch counter: a relaunch after a restart-cancel never resumes the cancelled attempt's transcript
 	Task      string        `json:"task"`
 	Config    config.Config `json:"config"`
-	Mode      string        `json:"mode"`
+	// Mode is decided by the workflow (coord.NextMode) and selects the
+	// workflow tools the step offers.
+	Mode coord.Mode `json:"mode"`
 	// Tally is shown on a re-vote: anonymous id → votes.
 	Tally        map[string]int `json:"tally,omitempty"`
 	EvalCriteria []string       `json:"eval_criteria,omitempty"`
@@ -92,7 +68,7 @@ type PresentInput struct {
 // PresentResult is the final answer.
 type PresentResult struct {
 	Presenter string      `json:"presenter"`
-	Answer    string      `json:"answer"` // up to 64 KiB, else a preview
+	Answer    string      `json:"answer"` // up to MaxFinalAnswerBytes, else a preview
 	Truncated bool        `json:"truncated,omitempty"`
 	Key       string      `json:"key"` // final/answer.json
 	Usage     coord.Usage `json:"usage"`

@@ -1,0 +1,91 @@
+// Package contract is what Conclave's workflows and activities agree on:
+// the names they are registered and called by, every activity's input and
+// output, the error types a retry policy must not retry, the limits on what
+// enters workflow history, and the session-id rule. Workflow history
+// records these values, so their names and JSON shapes are part of every
+// running session: change them only with replay coverage.
+//
+// The package is pure (the standard library and the pure engine packages),
+// so workflow code that imports it never links the S3 SDK, openai-go or the
+// activities' own dependencies.
+package contract
+
+// Names under which the workflows and their handlers are known to clients
+// (`temporal workflow start --type Coordination`, the CLI, the Web UI).
+const (
+	CoordinationName = "Coordination"
+	// QueryStatus answers coord.Status, the same shape as status.json.
+	QueryStatus = "status"
+	// UpdateHumanInput takes one human input and returns its inbox number.
+	UpdateHumanInput = "human_input"
+
+	PipelineName = "Pipeline"
+	// QueryProgress answers the run's result.json so far.
+	QueryProgress = "progress"
+	// QueryInput returns the run's input, so `conclave pipeline resume`
+	// can start the same definition again.
+	QueryInput = "input"
+)
+
+// Activity names as registered on the worker (and shown in the Web UI).
+// Workflows call activities by these names, so they need not link the
+// activities' implementation.
+const (
+	NameInitSession    = "InitSession"
+	NameAgentStep      = "AgentStep"
+	NamePresent        = "Present"
+	NameWriteStatus    = "WriteStatus"
+	NameWriteInbox     = "WriteInbox"
+	NameSearchAttrsSet = "SearchAttributesAvailable"
+
+	NameInitPipeline        = "InitPipeline"
+	NamePipelineStep        = "PipelineStep"
+	NamePipelineReuse       = "PipelineReuse"
+	NameWritePipelineResult = "WritePipelineResult"
+	NameAdoptSession        = "AdoptSession"
+)
+
+// Search attributes a namespace may define (keyword type) to list sessions
+// by phase and winner. The workflow upserts them only when the
+// SearchAttributesAvailable activity says they exist: upserting an
+// unregistered attribute would fail every workflow task.
+const (
+	SearchAttrPhase  = "ConclavePhase"
+	SearchAttrWinner = "ConclaveWinner"
+)
+
+// Application error types. The workflow's retry policies name the
+// activities' non-retryable ones (NonRetryable); clients match the
+// workflows' own to tell why a run ended.
+const (
+	// ErrTypeEnforcement: an agent exhausted its enforcement attempts or
+	// its turn limit; running the step again would fail the same way.
+	ErrTypeEnforcement = "EnforcementError"
+	// ErrTypeConfig: the config, an input or a stored checkpoint is unusable.
+	ErrTypeConfig = "ConfigError"
+	// ErrTypeModel: the model endpoint rejected the request (400/401/403/404).
+	ErrTypeModel = "ModelRejected"
+	// ErrTypeModelUnavailable: the model is busy or unreachable; retried,
+	// after the server's Retry-After when it sent one.
+	ErrTypeModelUnavailable = "ModelUnavailable"
+
+	// ErrTypeInvalidInput: a workflow's input cannot run; the message names
+	// every problem.
+	ErrTypeInvalidInput = "InvalidInput"
+	// ErrTypeAllAgentsFailed: every agent of a session failed.
+	ErrTypeAllAgentsFailed = "AllAgentsFailed"
+	// ErrTypeNoAnswers: a session ended (timeout, stall) without any answer.
+	ErrTypeNoAnswers = "NoAnswers"
+	// ErrTypePresentFailed: the final answer could not be stored.
+	ErrTypePresentFailed = "PresentFailed"
+	// ErrTypePipelineFailed: a pipeline run did not complete; the error's
+	// details hold the run's result.json.
+	ErrTypePipelineFailed = "PipelineFailed"
+)
+
+// NonRetryable lists the activity error types that retrying cannot fix, for
+// RetryPolicy.NonRetryableErrorTypes. It returns a new slice each time, so
+// no caller can change another's policy.
+func NonRetryable() []string {
+	return []string{ErrTypeEnforcement, ErrTypeConfig, ErrTypeModel}
+}

@@ -1,0 +1,67 @@
+package contract
+
+import "unicode/utf8"
+
+// Limits on what enters workflow history. Whole texts stay in storage; the
+// history keeps previews cut the same way everywhere.
+const (
+	// PreviewChars bounds answer, reason and summary previews (bytes, cut
+	// at a rune boundary).
+	PreviewChars = 280
+	// MaxFinalAnswerBytes bounds the final answer that Present returns and
+	// CoordinationResult carries; a longer one is a preview and the whole
+	// text is in final/answer.json.
+	MaxFinalAnswerBytes = 64 << 10
+	// MaxSummaryBytes bounds a pipeline step's summary in history; the
+	// whole summary is in the step's output.json.
+	MaxSummaryBytes = 4 << 10
+	// MaxHumanInputBytes bounds one human_input update; it goes into every
+	// later agent context.
+	MaxHumanInputBytes = 8 << 10
+	// MaxSessionIDBytes bounds a session or run id, which names a storage
+	// folder.
+	MaxSessionIDBytes = 200
+)
+
+// Preview shortens text for workflow history and the Web UI.
+func Preview(s string) string {
+	p, cut := Truncate(s, PreviewChars)
+	if cut {
+		return p + "…"
+	}
+	return p
+}
+
+// Truncate cuts s to at most n bytes at a rune boundary and reports whether
+// it cut anything.
+func Truncate(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}
+
+// ValidSessionID reports whether id can name a session's (or a pipeline
+// run's) storage folder: one plain path element of 1-200 letters, digits,
+// '.', '_' or '-', not "." or "..". Keys built on it can never leave the
+// storage root. The workflow checks it before anything runs and the
+// activities check it again, by this one rule, so an id the workflow
+// accepted is never refused by storage.
+func ValidSessionID(id string) bool {
+	if id == "" || id == "." || id == ".." || len(id) > MaxSessionIDBytes {
+		return false
+	}
+	for _, r := range id {
+		ok := r == '.' || r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// SessionIDRule is the rule of ValidSessionID in words, for error messages.
+const SessionIDRule = "use 1-200 letters, digits, '.', '_' or '-' (not . or ..)"

@@ -1,0 +1,219 @@
+// Package agent is Conclave's one agent-step engine: it runs one agent for
+// one durable step — model call, tools, a checkpoint after every model turn —
+// and resumes from a checkpoint without repeating a model call that
+// returned. A Policy supplies the tools and decides whether a reply ends the
+// step: coordination and presentation (engine/round) and pipeline steps
+// (engine/pipeline/runner) are policies over this same loop, and so is any
+// later one. It knows nothing of Temporal or of where checkpoints are stored.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/tools"
+)
+
+// Policy supplies a step's tools and decides whether a model reply ends it.
+// Its state S lives in the transcript, so a resumed step continues with the
+// policy exactly where the checkpoint left it.
+type Policy[S any] interface {
+	// Tools are offered to the next model call; they may change with the
+	// state (a vote's candidates grow with an injected answer). The files
+	// are the step's workspace tools, for the policy to place among its own.
+	Tools(t *Transcript[S], files Files) []tools.Spec
+	// Handle answers the model's latest reply and may change t.State. An
+	// error (such as exhausted enforcement) ends the step after the
+	// answered turn is checkpointed.
+	Handle(ctx context.Context, t *Transcript[S], reply llm.Message, files Files) (Turn, error)
+	// SafePoint runs after a reply that did not end the step and before the
+	// next model call (seed 003): messages it returns, such as an update
+	// with injected answers, are appended and checkpointed.
+	SafePoint(ctx context.Context, t *Transcript[S]) ([]llm.Message, error)
+	// OutOfTurns is asked when the step has made all its model calls: nil
+	// means the policy has put an outcome in t.State, an error fails the
+	// step.
+	OutOfTurns(t *Transcript[S]) error
+	// Finished reports whether t.State holds the step's outcome; a finished
+	// transcript is returned without another model call.
+	Finished(t *Transcript[S]) bool
+}
+
+// Turn is how a policy answers one model reply.
+type Turn struct {
+	// Results answer the reply's tool calls one for one, in order; an error
+	// result reaches the model prefixed with "Error: ".
+	Results []tools.Result
+	// After are messages appended after the tool results, such as a nudge
+	// when the reply called no tool.
+	After []llm.Message
+	// Done ends the step; its outcome is in the transcript's state.
+	Done bool
+}
+
+// Config is one step to run.
+type Config[S any] struct {
+	Model       llm.Model
+	ModelName   string
+	Temperature *float64
+	MaxTokens   *int64
+	// OnChunk is called for every streamed chunk, so a long generation can
+	// heartbeat its activity.
+	OnChunk func()
+	// MaxTurns bounds the model calls of the step.
+	MaxTurns int
+	Files    Files
+	// Tag, Messages and State start a fresh step: its owner, its opening
+	// messages and the policy's initial state.
+	Tag      string
+	Messages []llm.Message
+	State    S
+	// Resume is a checkpoint to continue instead. The workspace of the
+	// attempt that wrote it is gone with its worker, so its answered file
+	// writes are applied again first — also for a finished step, whose
+	// files are about to be stored (again).
+	Resume *Transcript[S]
+	// Checkpoint stores the whole transcript after every model turn and
+	// every change between turns.
+	Checkpoint func(ctx context.Context, t *Transcript[S]) error
+}
+
+// Run runs the step until the policy ends it. It returns the transcript,
+// whose state holds the policy's outcome, or the policy's error, or the
+// model's (classified) error, or the checkpoint's.
+func Run[S any](ctx context.Context, cfg Config[S], p Policy[S]) (*Transcript[S], error) {
+	if cfg.Model == nil {
+		return nil, errors.New("agent: no model")
+	}
+	r := &run[S]{cfg: &cfg, p: p}
+	if cfg.Resume != nil {
+		r.t = cfg.Resume
+		r.replayWrites()
+		if p.Finished(r.t) {
+			return r.t, nil
+		}
+	} else {
+		if len(cfg.Messages) == 0 {
+			return nil, errors.New("agent: a fresh step needs its opening messages")
+		}
+		r.t = &Transcript[S]{Tag: cfg.Tag, Messages: cfg.Messages, State: cfg.State}
+	}
+	return r.t, r.loop(ctx)
+}
+
+type run[S any] struct {
+	cfg *Config[S]
+	p   Policy[S]
+	t   *Transcript[S]
+}
+
+func (r *run[S]) loop(ctx context.Context) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if last := r.t.Messages[len(r.t.Messages)-1]; last.Role == llm.RoleAssistant {
+			done, err := r.handle(ctx, last)
+			if done || err != nil {
+				return err
+			}
+			continue
+		}
+		if r.t.Turns >= r.cfg.MaxTurns {
+			if err := r.p.OutOfTurns(r.t); err != nil {
+				return err
+			}
+			return r.checkpoint(ctx)
+		}
+		resp, err := r.cfg.Model.Complete(ctx, llm.Request{
+			Model: r.cfg.ModelName, Messages: r.t.Messages, Tools: llmTools(r.p.Tools(r.t, r.cfg.Files)),
+			Temperature: r.cfg.Temperature, MaxTokens: r.cfg.MaxTokens, OnChunk: r.cfg.OnChunk,
+		})
+		if err != nil {
+			return err
+		}
+		msg := resp.Message
+		msg.Role = llm.RoleAssistant
+		r.t.Messages = append(r.t.Messages, msg)
+		r.t.Turns++
+		r.t.Usage = r.t.Usage.Add(resp.Usage)
+		if err := r.checkpoint(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// handle answers the model's reply, checkpoints, and at a safe point lets
+// the policy add what arrived meanwhile.
+func (r *run[S]) handle(ctx context.Context, reply llm.Message) (done bool, err error) {
+	turn, err := r.p.Handle(ctx, r.t, reply, r.cfg.Files)
+	if len(turn.Results) != len(reply.ToolCalls) {
+		return true, fmt.Errorf("agent: the policy answered %d of %d tool calls", len(turn.Results), len(reply.ToolCalls))
+	}
+	for i, c := range reply.ToolCalls {
+		content := turn.Results[i].Content
+		if turn.Results[i].IsError {
+			content = "Error: " + content
+		}
+		r.t.Messages = append(r.t.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content})
+	}
+	r.t.Messages = append(r.t.Messages, turn.After...)
+	if err != nil {
+		_ = r.checkpoint(ctx) // keep the failed transcript for the trace
+		return true, err
+	}
+	if err := r.checkpoint(ctx); err != nil || turn.Done {
+		return true, err
+	}
+	more, err := r.p.SafePoint(ctx, r.t)
+	if err != nil || len(more) == 0 {
+		return err != nil, err
+	}
+	r.t.Messages = append(r.t.Messages, more...)
+	return false, r.checkpoint(ctx)
+}
+
+func (r *run[S]) checkpoint(ctx context.Context) error {
+	if r.cfg.Checkpoint == nil {
+		return nil
+	}
+	if err := r.cfg.Checkpoint(ctx, r.t); err != nil {
+		return fmt.Errorf("checkpoint the transcript: %w", err)
+	}
+	return nil
+}
+
+// replayWrites rebuilds the workspace of a resumed step: it applies again
+// every write_file call that was answered (a tool message follows it) and
+// that the step allows. An unanswered call is the loop's to handle.
+func (r *run[S]) replayWrites() {
+	msgs := r.t.Messages
+	for i, m := range msgs {
+		if m.Role != llm.RoleAssistant {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, next := range msgs[i+1:] {
+			if next.Role != llm.RoleTool {
+				break
+			}
+			answered[next.ToolCallID] = true
+		}
+		for _, c := range m.ToolCalls {
+			if c.Name == tools.WriteFile && answered[c.ID] {
+				r.cfg.Files.Call(c)
+			}
+		}
+	}
+}
+
+// llmTools is the one conversion of tool specs into the model's tool type.
+func llmTools(specs []tools.Spec) []llm.Tool {
+	out := make([]llm.Tool, len(specs))
+	for i, s := range specs {
+		out[i] = llm.Tool{Name: s.Name, Description: s.Description, Parameters: s.Parameters}
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+package coord
+
+import "fmt"
+
+// How a coordination session ended: the Status of a Verdict, and of the
+// Coordination workflow's result.
+const (
+	// StatusConsensus: a majority (or unanimous) agreement, or a
+	// decomposition whose agents all stopped.
+	StatusConsensus = "consensus"
+	// StatusPlurality: plurality decided (rule plurality, re-votes used
+	// up, or a stall).
+	StatusPlurality = "plurality"
+	// StatusTimeout: orchestrator_timeout_seconds ran out; the timeout
+	// winner's stored answer is the final one.
+	StatusTimeout   = "timeout"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// VerdictOptions are the orchestrator settings the end-of-coordination
+// rules read (config.Orchestrator.VerdictOptions builds them).
+type VerdictOptions struct {
+	// Rule settles fresh votes; a majority split goes to re-votes.
+	Rule Rule
+	// MaxRevoteRounds bounds the re-votes of a majority split; then
+	// plurality decides.
+	MaxRevoteRounds int
+	// Decomposition ends on stops instead of votes.
+	Decomposition bool
+	// Presenter is decomposition's configured presenter ("" = the first
+	// alive agent).
+	Presenter string
+}
+
+// Verdict is what the ledger says about the end of coordination.
+type Verdict struct {
+	Done   bool
+	Status string // StatusConsensus, StatusPlurality or StatusFailed once Done
+	Winner string // real id of the agent whose answer is presented
+	Reason string // for logs and operators; names real ids
+	// Revote asks for another re-vote round (a majority split).
+	Revote bool
+}
+
+// Decided reports whether the verdict names a winner by agreement
+// (consensus or plurality), what status.json calls consensus.
+func (v Verdict) Decided() bool {
+	return v.Done && (v.Status == StatusConsensus || v.Status == StatusPlurality)
+}
+
+// Judge applies the completion rules to a ledger: every agent failed →
+// failed; decomposition → done when every alive agent holds a stop that is
+// not stale, the presenter wins; voting → Decide under the rule, a majority
+// split going to re-votes (ResolveSplit) until MaxRevoteRounds, then
+// plurality. revoteRound is how many re-votes were already held. A ledger
+// without agents (a step-mode session nobody stepped yet) is not done.
+func Judge(l Ledger, o VerdictOptions, revoteRound int) Verdict {
+	if len(l.Agents) == 0 {
+		return Verdict{Reason: "no agents yet"}
+	}
+	if Alive(l) == 0 {
+		return Verdict{Done: true, Status: StatusFailed, Reason: "every agent failed"}
+	}
+	if o.Decomposition {
+		for _, a := range l.Agents {
+			if a.Failed {
+				continue
+			}
+			if a.Running || a.LastAction != ActionStop || StaleStop(l, a.Stop) {
+				return Verdict{Reason: fmt.Sprintf("waiting for %s to stop", a.ID)}
+			}
+		}
+		p := Presenter(l, o.Presenter)
+		return Verdict{Done: true, Status: StatusConsensus, Winner: p,
+			Reason: "every alive agent stopped; " + p + " presents"}
+	}
+	var out Outcome
+	if o.Rule == RulePlurality {
+		out = Decide(l, RulePlurality)
+	} else {
+		var again bool
+		again, out = ResolveSplit(l, revoteRound, o.MaxRevoteRounds)
+		if again {
+			return Verdict{Revote: true, Reason: out.Reason}
+		}
+	}
+	return verdictOf(out)
+}
+
+// verdictOf turns a rule's outcome into a verdict: a split settled by
+// plurality is a plurality win, anything else reached is consensus.
+func verdictOf(out Outcome) Verdict {
+	if !out.Reached {
+		return Verdict{Reason: out.Reason}
+	}
+	status := StatusConsensus
+	if out.Split {
+		status = StatusPlurality
+	}
+	return Verdict{Done: true, Status: status, Winner: out.Winner, Reason: out.Reason}
+}
+
+// Stalled decides a session in which nothing runs and no agent can step
+// (max_steps_per_agent reached, for one) the way a timeout would: most
+// fresh votes, else the newest answer (see TimeoutWinner for answerOrder);
+// in decomposition the presenter. The status is plurality; without any
+// answer the session failed.
+func Stalled(l Ledger, o VerdictOptions, answerOrder []string) Verdict {
+	winner, how, err := TimeoutWinner(l, answerOrder)
+	if err != nil {
+		return Verdict{Done: true, Status: StatusFailed,
+			Reason: "coordination stalled before any agent submitted an answer (no step can be launched): " +
+				"raise max_steps_per_agent or check why the agents' steps failed"}
+	}
+	if o.Decomposition {
+		winner = Presenter(l, o.Presenter)
+		how = "the decomposition presenter"
+	}
+	return Verdict{Done: true, Status: StatusPlurality, Winner: winner,
+		Reason: fmt.Sprintf("stalled: no step can be launched and there is no consensus; %s wins by %s", winner, how)}
+}
+
+// Presenter is decomposition mode's presenter: the configured one, else
+// the first alive agent (the first agent when all failed).
+func Presenter(l Ledger, configured string) string {
+	if configured != "" {
+		return configured
+	}
+	for _, a := range l.Agents {
+		if !a.Failed {
+			return a.ID
+		}
+	}
+	if len(l.Agents) > 0 {
+		return l.Agents[0].ID
+	}
+	return ""
+}
+
+// AnonymousTally is Tally as models see it on a re-vote: anonymous id →
+// fresh votes, only targets with votes.
+func AnonymousTally(l Ledger) map[string]int {
+	ids := make([]string, len(l.Agents))
+	for i, a := range l.Agents {
+		ids[i] = a.ID
+	}
+	anon := AnonymousIDs(ids)
+	votes := Tally(l)
+	out := make(map[string]int)
+	for _, a := range l.Agents { // configuration order, never map order
+		if n := votes[a.ID]; n > 0 {
+			out[anon[a.ID]] = n
+		}
+	}
+	return out
+}

@@ -1,0 +1,24 @@
+package session
+
+import "sort"
+
+// AnswerOrder lists the agents with answers by the time of their latest
+// answer, newest last, as coord.TimeoutWinner and coord.Stalled take it.
+// Step numbers are per agent and cannot be compared across agents, so the
+// answer.json timestamps order them; equal timestamps keep snapshot order.
+func (s *Snapshot) AnswerOrder() []string {
+	type latest struct{ id, at string }
+	var answered []latest
+	for i := range s.Agents {
+		if a := s.Agents[i].Latest(); a != nil {
+			answered = append(answered, latest{s.Agents[i].ID, a.Timestamp})
+		}
+	}
+	// RFC 3339 timestamps in UTC sort as strings.
+	sort.SliceStable(answered, func(i, j int) bool { return answered[i].at < answered[j].at })
+	out := make([]string, len(answered))
+	for i, a := range answered {
+		out[i] = a.id
+	}
+	return out
+}
