@@ -11,6 +11,8 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/conclave-ai/conclave/contract"
 )
 
 // Interceptor counts step outcomes and finished sessions on a worker
@@ -39,7 +41,7 @@ type activityInbound struct {
 
 // stepActivities are the activities that run a model; the others (storage
 // writes) are covered by the SDK's own activity metrics.
-var stepActivities = map[string]bool{"AgentStep": true, "Present": true, "PipelineStep": true}
+var stepActivities = map[string]bool{contract.NameAgentStep: true, contract.NamePresent: true, contract.NamePipelineStep: true}
 
 func (a *activityInbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
 	res, err := a.Next.ExecuteActivity(ctx, in)
