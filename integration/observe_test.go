@@ -106,15 +106,20 @@ func TestFailuresVisibleWhileTheyHappen(t *testing.T) {
 		return strings.Contains(runOut.String(), "no worker polls task queue")
 	})
 
-	var workerOut syncBuffer
-	startProcess(t, bin, env, &workerOut, "worker", "--storage", filepath.Join(dir, "sessions"))
-
 	status := func() (string, error) {
 		cmd := exec.Command(bin, "status", "visible-1")
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	out, err := status()
+	require.NoError(t, err, out)
+	require.Contains(t, out, `"execution": "Running"`)
+	require.Contains(t, out, "no worker polls task queue")
+
+	var workerOut syncBuffer
+	startProcess(t, bin, env, &workerOut, "worker", "--storage", filepath.Join(dir, "sessions"))
+
 	var seen struct {
 		Retrying []struct {
 			Step        string `json:"step"`
@@ -149,7 +154,7 @@ func TestFailuresVisibleWhileTheyHappen(t *testing.T) {
 
 	recovered.Store(true)
 	require.NoError(t, run.Wait(), runOut.String())
-	out := runOut.String()
+	out = runOut.String()
 	t.Logf("conclave run:\n%s", out)
 	require.Contains(t, out, "== consensus: winner agent_a")
 	for _, line := range strings.Split(out, "\n") {

@@ -126,7 +126,9 @@ func sessionStatus(ctx context.Context, c client.Client, tf *temporalFlags, id s
 	}
 	v := statusView{Execution: executionName(d.GetWorkflowExecutionInfo().GetStatus())}
 	workerSeen := false
-	found, retrying, s := newWatcher(c, tf).check(ctx, id, &workerSeen)
+	w := newWatcher(c, tf)
+	w.grace = 0 // asked once: say what is true now
+	found, retrying, s := w.check(ctx, id, &workerSeen)
 	v.Status, v.Retrying = s, retrying
 	for _, is := range found {
 		v.Warnings = append(v.Warnings, is.text)

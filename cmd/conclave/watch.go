@@ -54,10 +54,19 @@ type watcher struct {
 	fc        converter.FailureConverter
 	// summaries caches each activity id's summary ("agent_a · step 2").
 	summaries map[string]string
+	// noPollerSince is when the task queue was first seen without pollers;
+	// a worker that is just starting gets grace to show up.
+	noPollerSince time.Time
+	grace         time.Duration
 }
 
+// noWorkerGrace is how long the task queue may lack pollers before the
+// view warns: long enough for a worker started alongside to poll, short
+// enough to warn within seconds.
+const noWorkerGrace = 3 * time.Second
+
 func newWatcher(c client.Client, f *temporalFlags) *watcher {
-	w := &watcher{c: c, taskQueue: f.taskQueue, namespace: f.namespace, summaries: map[string]string{},
+	w := &watcher{c: c, taskQueue: f.taskQueue, namespace: f.namespace, summaries: map[string]string{}, grace: noWorkerGrace,
 		dc: converter.GetDefaultDataConverter(), fc: temporal.GetDefaultFailureConverter()}
 	if o, err := f.options(); err == nil {
 		if o, err = withCodec(o); err == nil {
@@ -186,9 +195,15 @@ func (w *watcher) problems(ctx context.Context, id string, workerSeen *bool) ([]
 		case err != nil:
 			out = append(out, issue{"tq-error", "cannot tell whether a worker polls task queue " + w.taskQueue + ": " + briefCause(err)})
 		case warn != "":
-			out = append(out, issue{"no-worker", warn})
+			if w.noPollerSince.IsZero() {
+				w.noPollerSince = time.Now()
+			}
+			if time.Since(w.noPollerSince) >= w.grace {
+				out = append(out, issue{"no-worker", warn})
+			}
 		default:
 			*workerSeen = true
+			w.noPollerSince = time.Time{}
 		}
 	}
 	retrying, err := w.retrying(ctx, id)
