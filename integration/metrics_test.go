@@ -43,7 +43,7 @@ func TestWorkerMetrics(t *testing.T) {
 	env := append(cleanEnv(), "TEMPORAL_ADDRESS="+server.HostPort)
 
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	var workerOut syncBuffer
+	var workerOut lockedBuffer
 	startProcess(t, bin, env, &workerOut, "worker", "--storage", filepath.Join(dir, "sessions"),
 		"--metrics-listen", metricsAddr, "--log-format", "json")
 	base := "http://" + metricsAddr

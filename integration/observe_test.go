@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,27 +19,9 @@ import (
 	"github.com/conclave-ai/conclave/internal/testenv"
 )
 
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startProcess starts bin in its own process group with env; it is killed
 // when the test ends.
-func startProcess(t *testing.T, bin string, env []string, out *syncBuffer, args ...string) *exec.Cmd {
+func startProcess(t *testing.T, bin string, env []string, out *lockedBuffer, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -100,7 +81,7 @@ func TestFailuresVisibleWhileTheyHappen(t *testing.T) {
 	cfg := teamYAML(t, dir, srv.URL(), "agent_a", "agent_b")
 	env := append(cleanEnv(), "TEMPORAL_ADDRESS="+server.HostPort)
 
-	var runOut syncBuffer
+	var runOut lockedBuffer
 	run := startProcess(t, bin, env, &runOut, "run", "--config", cfg, "--id", "visible-1", "--poll", "200ms", "Explain durable execution.")
 	eventually(t, time.Minute, "run warns that no worker polls", func() bool {
 		return strings.Contains(runOut.String(), "no worker polls task queue")
@@ -117,7 +98,7 @@ func TestFailuresVisibleWhileTheyHappen(t *testing.T) {
 	require.Contains(t, out, `"execution": "Running"`)
 	require.Contains(t, out, "no worker polls task queue")
 
-	var workerOut syncBuffer
+	var workerOut lockedBuffer
 	startProcess(t, bin, env, &workerOut, "worker", "--storage", filepath.Join(dir, "sessions"))
 
 	var seen struct {
@@ -180,7 +161,7 @@ func TestDroppedAgentAndShortErrors(t *testing.T) {
 	dir := t.TempDir()
 	cfg := teamYAML(t, dir, srv.URL(), "agent_a", "agent_b")
 	env := append(cleanEnv(), "TEMPORAL_ADDRESS="+server.HostPort)
-	var workerOut syncBuffer
+	var workerOut lockedBuffer
 	startProcess(t, bin, env, &workerOut, "worker", "--storage", filepath.Join(dir, "sessions"))
 
 	cli := func(args ...string) (string, string, error) {

@@ -5,12 +5,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/conclave-ai/conclave/internal/demo"
+	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
 )
 
@@ -25,9 +24,7 @@ func TestTLSConnection(t *testing.T) {
 	server := testenv.StartTemporal(t)
 	pki := testenv.NewPKI(t)
 	proxy := testenv.StartTLSProxy(t, pki, server.HostPort, true)
-	model := demo.NewServer()
-	require.NoError(t, model.Start())
-	t.Cleanup(model.Close)
+	srv := llmtest.Start(t, llmtest.Func(script))
 
 	dir := t.TempDir()
 	tlsEnv := append(cleanEnv(),
@@ -37,23 +34,10 @@ func TestTLSConnection(t *testing.T) {
 		"TEMPORAL_TLS_CLIENT_KEY_PATH="+pki.ClientKeyFile,
 		"TEMPORAL_TLS_SERVER_CA_CERT_PATH="+pki.CAFile,
 	)
-	w := exec.Command(bin, "worker", "--storage", filepath.Join(dir, "sessions"))
-	w.Env = tlsEnv
-	w.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	w.Stdout, w.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, w.Start())
-	t.Cleanup(func() {
-		_ = syscall.Kill(-w.Process.Pid, syscall.SIGKILL)
-		_ = w.Wait()
-	})
+	var workerOut lockedBuffer
+	startProcess(t, bin, tlsEnv, &workerOut, "worker", "--storage", filepath.Join(dir, "sessions"))
 
-	cfg := filepath.Join(dir, "team.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(`agents:
-  - id: analyst
-    backend: {type: openai, model: demo-analyst, base_url: `+model.URL()+`}
-  - id: critic
-    backend: {type: openai, model: demo-critic, base_url: `+model.URL()+`}
-`), 0o644))
+	cfg := teamYAML(t, dir, srv.URL(), "agent_a", "agent_b")
 	cli := func(env []string, args ...string) (string, error) {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = env

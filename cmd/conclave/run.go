@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -200,7 +202,7 @@ func progress(s coord.Status) string {
 func printResult(out io.Writer, r workflows.CoordinationResult, link string) {
 	fmt.Fprintf(out, "\n== %s: winner %s · votes %s · tokens %d in / %d out · cost %s\n\n%s\n\n",
 		r.Status, r.Winner, formatVotes(r.Votes), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.Cost(), r.FinalAnswer)
-	for _, id := range sortedKeys(r.FailedAgents) {
+	for _, id := range slices.Sorted(maps.Keys(r.FailedAgents)) {
 		fmt.Fprintf(out, "dropped %s: %s\n", id, r.FailedAgents[id])
 	}
 	if r.PresentationFallback != "" {
@@ -215,13 +217,4 @@ func printResult(out io.Writer, r workflows.CoordinationResult, link string) {
 func formatVotes(v map[string]int) string {
 	data, _ := json.Marshal(v)
 	return string(data)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -120,7 +122,7 @@ func storedUsage(ctx context.Context, st storage.Store, agents map[string]coord.
 	var total coord.Usage
 	var problems []string
 	var keys []string
-	for _, id := range sortedKeys(agents) {
+	for _, id := range slices.Sorted(maps.Keys(agents)) {
 		listed, err := st.List(ctx, session.AgentPrefix(id))
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("list the steps of %s: %v", id, err))
