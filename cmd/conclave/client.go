@@ -167,8 +167,12 @@ func (f *temporalFlags) dialError(o client.Options, err error) error {
 	where := fmt.Sprintf("Temporal at %s (namespace %s", f.address, f.namespace)
 	if usesTLS(o) {
 		where += ", TLS)"
-		return &detailedError{msg: fmt.Sprintf("connect to %s failed: %s; check the address, the CA (--tls-ca-path), "+
-			"the client certificate or API key", where, briefCause(err)), err: err}
+		hint := "check the address, the CA (--tls-ca-path), the client certificate or API key"
+		if len(o.ConnectionOptions.TLS.Certificates) == 0 && o.Credentials == nil {
+			hint = "no client certificate or API key was given, and the server may require one " +
+				"(--tls-cert-path and --tls-key-path, or TEMPORAL_API_KEY); else check the address and the CA (--tls-ca-path)"
+		}
+		return &detailedError{msg: fmt.Sprintf("connect to %s failed: %s; %s", where, briefCause(err), hint), err: err}
 	}
 	where += ", plaintext)"
 	if speaksTLS(f.address) {
