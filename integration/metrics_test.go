@@ -83,7 +83,8 @@ func TestWorkerMetrics(t *testing.T) {
 	code, body = get(base + "/metrics")
 	require.Equal(t, http.StatusOK, code)
 	m := parseMetrics(t, body)
-	t.Logf("scrape excerpt:\n%s", excerpt(body, "conclave_"))
+	t.Logf("scrape excerpt:\n%s%s%s", excerpt(body, "conclave_"), excerpt(body, "temporal_workflow_completed"),
+		excerpt(body, "temporal_activity_execution_latency_seconds_count"))
 
 	require.Equal(t, float64(srv.Count()), m.sum("conclave_model_calls_total", "outcome", "ok"), "one call counted per request answered")
 	require.Zero(t, m.sum("conclave_model_calls_total", "outcome", "retryable"))
