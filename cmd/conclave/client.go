@@ -47,7 +47,7 @@ func (f *temporalFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	f.flags = fs
 	fs.StringVar(&f.address, "address", "", "Temporal frontend host:port (env TEMPORAL_ADDRESS; default "+defaultAddress+")")
-	fs.StringVarP(&f.namespace, "namespace", "n", "", "Temporal namespace (env TEMPORAL_NAMESPACE; default "+defaultNamespace+")")
+	fs.StringVarP(&f.namespace, "namespace", "n", "", "Temporal namespace (env TEMPORAL_NAMESPACE; default \""+defaultNamespace+"\")")
 	fs.StringVar(&f.apiKey, "api-key", "", "API key for Temporal Cloud or a cluster that checks keys; implies TLS (env TEMPORAL_API_KEY, preferred: flags show in process lists)")
 	fs.BoolVar(&f.tls, "tls", false, "connect with TLS (env TEMPORAL_TLS); implied by any --tls-* flag or an API key")
 	fs.StringVar(&f.tlsCertPath, "tls-cert-path", "", "client certificate for mTLS, PEM (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
