@@ -48,8 +48,11 @@ $(BIN)/.staticcheck-$(STATIC_VER):
 tools: $(BIN)/.temporal-$(TEMPORAL_VER) $(BIN)/.minio-$(MINIO_VER) \
        $(BIN)/.workflowcheck-$(WFCHECK_VER) $(BIN)/.staticcheck-$(STATIC_VER)
 
+# What `conclave --version` prints (and the workers' service.version).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
 build:
-	go build -o $(BIN)/conclave ./cmd/conclave
+	go build -ldflags "-X main.buildVersion=$(VERSION)" -o $(BIN)/conclave ./cmd/conclave
 
 lint: tools
 	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
