@@ -48,7 +48,7 @@ func newManageCmds() []*cobra.Command {
 		return withClient(&tf[1], func(c client.Client) error {
 			var r workflows.CoordinationResult
 			if err := c.GetWorkflow(cmd.Context(), args[0], "").Get(cmd.Context(), &r); err != nil {
-				return fmt.Errorf("session %s: %w", args[0], err)
+				return &detailedError{msg: fmt.Sprintf("session %s: %s", args[0], briefCause(err)), err: err}
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), r.FinalAnswer)
 			return nil
@@ -62,11 +62,11 @@ func newManageCmds() []*cobra.Command {
 				Args: []any{workflows.HumanInput{Text: text}}, WaitForStage: client.WorkflowUpdateStageCompleted,
 			})
 			if err != nil {
-				return fmt.Errorf("send to %s: %w", args[0], err)
+				return &detailedError{msg: fmt.Sprintf("send to %s: %s", args[0], briefCause(err)), err: err}
 			}
 			var seq int
 			if err := h.Get(cmd.Context(), &seq); err != nil {
-				return fmt.Errorf("send to %s: %w", args[0], err)
+				return &detailedError{msg: fmt.Sprintf("send to %s: %s", args[0], briefCause(err)), err: err}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "delivered as input #%d; agents see it at their next step boundary\n", seq)
 			return nil
