@@ -19,7 +19,8 @@ import (
 // Temporal Cloud looks to a client, and runs a session through it with a
 // worker and `conclave run` configured only by Temporal's standard
 // TEMPORAL_TLS_* variables. Plaintext against the same port fails at once
-// and says that TLS is required; TLS without a client certificate is refused.
+// and says that TLS is required; TLS without a client certificate is refused;
+// an API key alone implies TLS.
 func TestTLSConnection(t *testing.T) {
 	bin := conclaveBinary(t)
 	server := testenv.StartTemporal(t)
@@ -65,6 +66,17 @@ func TestTLSConnection(t *testing.T) {
 	require.Error(t, err, out)
 	t.Logf("no client certificate: %s", out)
 	require.Contains(t, out, "no client certificate or API key was given")
+
+	// An API key alone implies TLS (Temporal Cloud's way): through a proxy
+	// that needs no client certificate, the key and the CA are enough, and
+	// the key shows nowhere.
+	keyProxy := testenv.StartTLSProxy(t, pki, server.HostPort, false)
+	out, err = cli(append(cleanEnv(), "TEMPORAL_ADDRESS="+keyProxy.Addr, "TEMPORAL_API_KEY=test-api-key-not-for-logs",
+		"TEMPORAL_TLS_SERVER_CA_CERT_PATH="+pki.CAFile), "status", "tls-1")
+	require.NoError(t, err, out)
+	require.Contains(t, out, `"phase": "done"`)
+	require.Equal(t, int64(1), keyProxy.Handshakes.Load())
+	require.NotContains(t, out+workerOut.String(), "test-api-key-not-for-logs")
 
 	// The same flags as the temporal CLI work too.
 	out, err = cli(cleanEnv(), "status", "tls-1", "--address", proxy.Addr, "--tls-cert-path", pki.ClientCertFile,
