@@ -151,7 +151,7 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 			}
 			found, retrying, s := w.check(ctx, id, &workerSeen)
 			if s != nil {
-				if line := progress(*s); line != last {
+				if line := progress(*s, retrying); line != last {
 					fmt.Fprint(out, line)
 					last = line
 				}
@@ -172,8 +172,14 @@ func queryStatus(ctx context.Context, c client.Client, id string) (coord.Status,
 	return s, v.Get(&s)
 }
 
-// progress renders the live view: one line per agent plus totals.
-func progress(s coord.Status) string {
+// progress renders the live view: one line per agent plus totals. An
+// agent whose step Temporal is retrying says so on its line.
+func progress(s coord.Status, retrying []retryingStep) string {
+	attempts := map[string]int32{}
+	for _, r := range retrying {
+		agent, _, _ := strings.Cut(r.Step, " · ") // summaries read "agent_b · step 2"
+		attempts[agent] = r.Attempt
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "— %s · tokens %d in / %d out · cost %s\n", s.Phase, s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.Cost())
 	ids := make([]string, 0, len(s.Agents))
@@ -194,7 +200,11 @@ func progress(s coord.Status) string {
 			fmt.Fprintf(&b, "  %-12s %-9s %s\n", id, a.State, a.FailReason)
 			continue
 		}
-		fmt.Fprintf(&b, "  %-12s %-9s step %d · answers %d%s\n", id, a.State, a.LatestStep, a.AnswerCount, vote)
+		retry := ""
+		if n, ok := attempts[id]; ok {
+			retry = fmt.Sprintf(" · retrying (attempt %d)", n)
+		}
+		fmt.Fprintf(&b, "  %-12s %-9s step %d · answers %d%s%s\n", id, a.State, a.LatestStep, a.AnswerCount, vote, retry)
 	}
 	return b.String()
 }

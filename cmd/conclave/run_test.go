@@ -1,0 +1,25 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclave-ai/conclave/engine/coord"
+)
+
+func TestProgressShowsRetriesAndReasons(t *testing.T) {
+	s := coord.Status{Phase: coord.PhaseCoordinating, Usage: coord.Usage{InputTokens: 10, Unpriced: true},
+		Agents: map[string]coord.AgentStatus{
+			"agent_a": {State: coord.StateVoted, LatestStep: 2, AnswerCount: 1, VoteTarget: "agent_a"},
+			"agent_b": {State: coord.StateNoAction},
+			"agent_c": {State: coord.StateFailed, FailReason: `step 1: model "x" not found (404)`},
+		}}
+	out := progress(s, []retryingStep{{Step: "agent_b · step 1", Attempt: 3, LastFailure: "connection refused"}})
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Equal(t, "— coordinating · tokens 10 in / 0 out · cost unknown", lines[0])
+	require.Contains(t, lines[1], "step 2 · answers 1 → agent_a")
+	require.Contains(t, lines[2], "no_action step 0 · answers 0 · retrying (attempt 3)")
+	require.Contains(t, lines[3], `failed    step 1: model "x" not found (404)`)
+}
