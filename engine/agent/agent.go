@@ -153,7 +153,7 @@ func (r *run[S]) handle(ctx context.Context, reply llm.Message) (done bool, err 
 		return true, fmt.Errorf("agent: the policy answered %d of %d tool calls", len(turn.Results), len(reply.ToolCalls))
 	}
 	for i, c := range reply.ToolCalls {
-		content := turn.Results[i].Content
+		content := Quote(turn.Results[i].Content) // tool output is untrusted
 		if turn.Results[i].IsError {
 			content = "Error: " + content
 		}
