@@ -137,6 +137,7 @@ const (
 	ReasonMixedActions       = "mixed_vote_and_answer"
 	ReasonMultipleActions    = "multiple_workflow_calls"
 	ReasonUnavailableTool    = "unavailable_tool"
+	ReasonUnknownTool        = "unknown_tool" // a non-workflow tool not offered this turn
 	ReasonInvalidArguments   = "invalid_arguments"
 	ReasonVoteWithoutAnswers = "vote_without_answers"
 	ReasonUnknownVoteTarget  = "unknown_vote_target"
