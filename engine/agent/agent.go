@@ -65,9 +65,11 @@ type Config[S any] struct {
 	// MaxTurns bounds the model calls of the step.
 	MaxTurns int
 	Files    Files
-	// Tag, Messages and State start a fresh step: its owner, its opening
-	// messages and the policy's initial state.
+	// Tag, Binding, Messages and State start a fresh step: its launch, the
+	// fingerprint of its inputs, its opening messages and the policy's
+	// initial state.
 	Tag      string
+	Binding  string
 	Messages []llm.Message
 	State    S
 	// Resume is a checkpoint to continue instead. The workspace of the
@@ -98,7 +100,7 @@ func Run[S any](ctx context.Context, cfg Config[S], p Policy[S]) (*Transcript[S]
 		if len(cfg.Messages) == 0 {
 			return nil, errors.New("agent: a fresh step needs its opening messages")
 		}
-		r.t = &Transcript[S]{Tag: cfg.Tag, Messages: cfg.Messages, State: cfg.State}
+		r.t = &Transcript[S]{Tag: cfg.Tag, Binding: cfg.Binding, Messages: cfg.Messages, State: cfg.State}
 	}
 	return r.t, r.loop(ctx)
 }

@@ -81,9 +81,11 @@ type Input struct {
 	// Human is runtime human input that arrived before the step started; it
 	// goes into the first user message.
 	Human []string
-	// Tag names the launch that owns the transcript; a transcript with
-	// another tag is never resumed.
-	Tag string
+	// Tag names the launch that owns the transcript; Binding fingerprints
+	// the step's inputs (engine/step). Both are stored in the transcript;
+	// the caller decides from them whether a checkpoint may be resumed.
+	Tag     string
+	Binding string
 
 	// OnChunk is called for every streamed chunk, so a long generation can
 	// heartbeat its activity.

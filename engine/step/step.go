@@ -40,16 +40,23 @@ type Options struct {
 	// config and limits.
 	Mode  coord.Mode
 	Tally map[string]int
-	// Tag identifies this launch; a stored transcript is resumed only when
-	// its tag matches, so a relaunch never continues a cancelled attempt.
-	Tag   string
+	// Tag identifies this launch. A stored transcript is resumed only when
+	// it was written for the same inputs (see binding), the tag included,
+	// so a relaunch never continues a cancelled attempt.
+	Tag string
+	// Owner is the id of the session's owner (its workflow), part of the
+	// checkpoint's binding; empty when the caller has none (step mode).
+	Owner string
 	Model llm.Model
 	// Inject enables mid-step injection of peer answers and human input
 	// from storage (multi-agent runs); step mode preloads everything.
 	Inject bool
 	// OnCheckpoint is told after every stored checkpoint (heartbeats).
 	OnCheckpoint func(turns int)
-	Now          func() time.Time
+	// Logf reports what a person may want to know, such as a checkpoint
+	// that was not resumed; nil discards it.
+	Logf func(format string, args ...any)
+	Now  func() time.Time
 }
 
 // Result is a finished step.
@@ -65,6 +72,9 @@ type Result struct {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
 	}
 	agentCfg, ok := o.Config.Agent(o.Agent)
 	if !ok {
@@ -121,8 +131,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("read the checkpoint %s: %w", traceKey, err)
 	}
+	in.Binding = binding(o.Owner, stepNo, &in)
 	if err == nil {
-		in.Resume = resumable(data, o.Tag)
+		in.Resume = resumable(data, in.Binding, func(f string, args ...any) {
+			o.Logf("%s step %d: "+f, append([]any{o.Agent, stepNo}, args...)...)
+		})
 	}
 
 	started := o.Now()
@@ -146,18 +159,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Label = coord.Label(p.anon[o.Agent], self.AnswerCount+1)
 	}
 	return res, nil
-}
-
-// resumable is the stored checkpoint of a coordination step or of the
-// presentation when this launch may continue it: one of another launch, or
-// one that cannot be parsed (damaged, or of an older format), starts fresh
-// and is overwritten by the first checkpoint.
-func resumable(data []byte, tag string) *round.Transcript {
-	t, err := agent.ParseTranscript[round.State](data)
-	if err != nil || t.Tag != tag {
-		return nil
-	}
-	return t
 }
 
 // prefetched holds the reads a step needs besides the snapshot.

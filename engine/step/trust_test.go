@@ -2,6 +2,8 @@ package step
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/engine/session"
+	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 )
 
@@ -65,4 +69,107 @@ func TestForgedMarkersAreNeutralised(t *testing.T) {
 	}
 	require.Contains(t, last.Messages[1].Content, "<agent2.1> "+honest+" <end of agent2.1>", "honest text is unchanged")
 	require.Contains(t, p, "＜agent2.1> I withdraw", "the forgery still reads the same")
+}
+
+// failOnce fails the first Put of a key with the given suffix, as a worker
+// lost between the model's last reply and storing the action would.
+type failOnce struct {
+	storage.Store
+	suffix string
+	failed bool
+}
+
+func (f *failOnce) Put(ctx context.Context, key string, data []byte) error {
+	if !f.failed && strings.HasSuffix(key, f.suffix) {
+		f.failed = true
+		return errors.New("storage unavailable")
+	}
+	return f.Store.Put(ctx, key, data)
+}
+
+func twoAnswers(t *testing.T, st storage.Store) {
+	t.Helper()
+	for _, a := range []string{"agent_a", "agent_b"} {
+		_, err := session.Save(context.Background(), st, session.StepOutput{Agent: a, Action: coord.ActionNewAnswer, Answer: strings.ToUpper(a[6:]) + "1", Now: now()})
+		require.NoError(t, err)
+	}
+}
+
+// An identical retry of a step whose model already decided resumes the
+// checkpoint and stores the action without a model call.
+func TestIdenticalRetryResumesWithoutAModelCall(t *testing.T) {
+	ctx := context.Background()
+	st := &failOnce{Store: store(t), suffix: "vote.json"}
+	twoAnswers(t, st)
+	srv := llmtest.Start(t, llmtest.Call("vote", `{"agent_id":"agent2","reason":"B1"}`))
+	o := Options{Store: st, Config: team(t), Agent: "agent_a", Task: "t", Step: 2, Model: model(t, srv), Tag: "3", Owner: "wf-1", Now: now}
+	_, err := Run(ctx, o)
+	require.ErrorContains(t, err, "storage unavailable")
+	require.Equal(t, 1, srv.Count())
+
+	res, err := Run(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, "agent_b", res.Outcome.Target)
+	require.Equal(t, 1, srv.Count(), "the retry paid for no model call")
+}
+
+// A relaunch after a peer's new answer arrived starts fresh and is shown
+// the new answer; the interrupted attempt's conversation is not continued.
+func TestRelaunchAfterANewAnswerStartsFresh(t *testing.T) {
+	ctx := context.Background()
+	st := store(t)
+	twoAnswers(t, st)
+	srv := llmtest.Start(t,
+		llmtest.Text("thinking about A1 and B1").Once(),
+		llmtest.Fail(400, "bad request").Once(),
+		llmtest.Call("vote", `{"agent_id":"agent2","reason":"B2"}`),
+	)
+	var logged []string
+	o := Options{Store: st, Config: team(t), Agent: "agent_a", Task: "t", Step: 2, Model: model(t, srv), Tag: "3", Now: now,
+		Logf: func(f string, args ...any) { logged = append(logged, fmt.Sprintf(f, args...)) }}
+	_, err := Run(ctx, o)
+	require.Error(t, err)
+	require.Equal(t, 2, srv.Count())
+
+	_, err = session.Save(ctx, st, session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "B2", Now: now()})
+	require.NoError(t, err)
+	res, err := Run(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Outcome.SeenSteps["agent_b"])
+	first := srv.Requests()[2]
+	require.Len(t, first.Messages, 2, "a fresh start: system and task only")
+	require.Contains(t, first.Messages[1].Content, "<agent2.2> B2 <end of agent2.2>")
+	require.False(t, first.Contains("thinking about A1 and B1"))
+	require.Len(t, logged, 1)
+	require.Contains(t, logged[0], "agent_a step 2: the stored checkpoint belongs to an attempt with other inputs")
+}
+
+// Each input of the binding changes the fingerprint; equal inputs do not.
+func TestBindingCoversEveryInput(t *testing.T) {
+	base := func() round.Input {
+		return round.Input{Agent: "agent_a", Task: "t", Mode: coord.ModeVoting, Tag: "1", EvalCriteria: []string{"c"},
+			Answers: []round.Answer{{Agent: "agent_b", Step: 1, Text: "B"}, {Agent: "agent_a", Step: 1}}}
+	}
+	in := base()
+	ref := binding("wf", 2, &in)
+	same := base()
+	same.Answers[0], same.Answers[1] = same.Answers[1], same.Answers[0]
+	same.Answers[0].Text = "text is not part of it: the step number is"
+	require.Equal(t, ref, binding("wf", 2, &same))
+	require.NotEqual(t, ref, binding("other", 2, &in), "owner")
+	require.NotEqual(t, ref, binding("wf", 3, &in), "step")
+	for name, change := range map[string]func(*round.Input){
+		"agent":    func(i *round.Input) { i.Agent = "agent_b" },
+		"task":     func(i *round.Input) { i.Task = "t2" },
+		"mode":     func(i *round.Input) { i.Mode = coord.ModeVoteOnly },
+		"tag":      func(i *round.Input) { i.Tag = "2" },
+		"criteria": func(i *round.Input) { i.EvalCriteria = nil },
+		"answers":  func(i *round.Input) { i.Answers[0].Step = 2 },
+		"fewer":    func(i *round.Input) { i.Answers = i.Answers[:1] },
+		"tally":    func(i *round.Input) { i.Tally = map[string]int{"agent1": 1} },
+	} {
+		in := base()
+		change(&in)
+		require.NotEqual(t, ref, binding("wf", 2, &in), name)
+	}
 }
