@@ -173,3 +173,40 @@ func TestBindingCoversEveryInput(t *testing.T) {
 		require.NotEqual(t, ref, binding("wf", 2, &in), name)
 	}
 }
+
+// broken is a store that cannot list (unreadable) or cannot write.
+type broken struct {
+	storage.Store
+	list, put bool
+}
+
+func (b broken) List(ctx context.Context, prefix string) ([]string, error) {
+	if b.list {
+		return nil, errors.New("permission denied")
+	}
+	return b.Store.List(ctx, prefix)
+}
+
+func (b broken) Put(ctx context.Context, key string, data []byte) error {
+	if b.put {
+		return errors.New("read-only file system")
+	}
+	return b.Store.Put(ctx, key, data)
+}
+
+func TestCheckSession(t *testing.T) {
+	ctx := context.Background()
+	st := store(t)
+	require.NoError(t, CheckSession(ctx, st, "agent_a"))
+	keys, err := st.List(ctx, "")
+	require.NoError(t, err)
+	require.Empty(t, keys, "the probe is removed")
+
+	err = CheckSession(ctx, broken{Store: st, list: true}, "agent_a")
+	require.ErrorIs(t, err, ErrBadInput)
+	require.ErrorContains(t, err, "cannot be read")
+	err = CheckSession(ctx, broken{Store: st, put: true}, "agent_a")
+	require.ErrorIs(t, err, ErrBadInput)
+	require.ErrorContains(t, err, "cannot be written")
+	require.ErrorIs(t, CheckSession(ctx, st, "../x"), ErrBadInput)
+}
