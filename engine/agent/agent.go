@@ -138,6 +138,13 @@ func (r *run[S]) loop(ctx context.Context) error {
 		}
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant
+		for i, c := range msg.ToolCalls {
+			// Oversized arguments are never run and never kept: the next
+			// request and the checkpoint hold a short placeholder instead.
+			if len(c.Arguments) > tools.MaxCallBytes {
+				msg.ToolCalls[i].Arguments = tools.Omit(c.Arguments)
+			}
+		}
 		r.t.Messages = append(r.t.Messages, msg)
 		r.t.Turns++
 		r.t.Usage = r.t.Usage.Add(resp.Usage)
@@ -204,7 +211,7 @@ func (r *run[S]) replayWrites() {
 			answered[next.ToolCallID] = true
 		}
 		for _, c := range m.ToolCalls {
-			if c.Name == tools.WriteFile && answered[c.ID] {
+			if _, omitted := tools.Omitted(c.Arguments); c.Name == tools.WriteFile && answered[c.ID] && !omitted {
 				r.cfg.Files.Call(c)
 			}
 		}

@@ -210,3 +210,35 @@ func TestCheckSession(t *testing.T) {
 	require.ErrorContains(t, err, "cannot be written")
 	require.ErrorIs(t, CheckSession(ctx, st, "../x"), ErrBadInput)
 }
+
+// An oversized tool argument (600 KiB here) is answered with a short error and kept out of the
+// transcript: the next request and trace.jsonl stay small, and a resumed
+// attempt does not replay the placeholder as a write.
+func TestOversizedArgumentIsNotEchoedNorReplayed(t *testing.T) {
+	ctx := context.Background()
+	st := store(t)
+	huge := strings.Repeat("x", 600<<10)
+	srv := llmtest.Start(t,
+		llmtest.Call("write_file", `{"path":"big.txt","content":"`+huge+`"}`).Once(),
+		llmtest.Fail(503, "busy").Once(),
+		llmtest.Call("new_answer", `{"content":"A1, without the big file"}`),
+	)
+	o := Options{Store: st, Config: team(t), Agent: "agent_a", Task: "t", Step: 1, Model: model(t, srv), Tag: "1", Now: now}
+	_, err := Run(ctx, o)
+	require.Error(t, err)
+	trace, err := st.Get(ctx, session.TraceKey("agent_a", 1))
+	require.NoError(t, err)
+	require.Less(t, len(trace), 64<<10, "the checkpoint holds no copy of the argument")
+
+	res, err := Run(ctx, o) // the same attempt, resumed
+	require.NoError(t, err)
+	require.Equal(t, coord.ActionNewAnswer, res.Outcome.Action)
+	require.Equal(t, 3, srv.Count())
+	for _, r := range srv.Requests()[1:] {
+		require.Less(t, len(r.Body), 64<<10, "request %d echoes the argument", r.N)
+		require.Contains(t, r.Last().Content, "over the 262144-byte limit for one tool call")
+	}
+	require.Empty(t, res.Saved.Workspace, "the placeholder was not replayed as a write")
+	_, err = st.Get(ctx, session.WorkspacePrefix("agent_a", 1)+"big.txt")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+}

@@ -205,6 +205,9 @@ func (p *policy) transfer(t *Transcript, text string) *Outcome {
 // offer.
 func (p *policy) call(t *Transcript, c llm.ToolCall, files agent.Files, done **pipeline.Completion) (res tools.Result, known bool) {
 	g, from := p.in.Graph, p.step.Name
+	if err := tools.CheckOmitted(c.Name, c.Arguments); err != nil {
+		return tools.Result{Content: err.Error(), IsError: true}, true
+	}
 	switch c.Name {
 	case pipeline.ToolComplete:
 		comp, err := pipeline.ParseComplete(c.Arguments)
