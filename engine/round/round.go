@@ -91,6 +91,7 @@ func (p *policy) start() ([]llm.Message, State) {
 		s.SeenSteps[a.Agent] = a.Step
 		s.Known = append(s.Known, a)
 	}
+	s.Shown = copySeen(s.SeenSteps)
 	return []llm.Message{
 		{Role: llm.RoleSystem, Content: systemMessage(p.in)},
 		{Role: llm.RoleUser, Content: userMessage(p.in)},

@@ -105,6 +105,10 @@ type Transcript = agent.Transcript[State]
 // line to resume a step.
 type State struct {
 	SeenSteps map[string]int `json:"seen_steps"`
+	// Shown is what the step started with: the step of every answer in its
+	// opening context (SeenSteps before any injection). An empty view is
+	// kept as {}, not dropped, so a retry can tell it from an old trace.
+	Shown map[string]int `json:"shown"`
 	// Known holds every answer the agent has been shown (latest per agent);
 	// it resolves vote targets and detects duplicate answers.
 	Known      []Answer `json:"known"`

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"sort"
 
-	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/round"
+	"github.com/conclave-ai/conclave/engine/session"
 )
 
 // shown is what binds a checkpoint to one attempt: the session's owner, the
@@ -63,8 +63,7 @@ func binding(owner string, stepNo int, in *round.Input) string {
 // inputs (or of a version without a binding), or one that cannot be parsed,
 // is not resumed: the step starts fresh, says why through logf, and its
 // first checkpoint overwrites the old one.
-func resumable(data []byte, bind string, logf func(string, ...any)) *round.Transcript {
-	t, err := agent.ParseTranscript[round.State](data)
+func resumable(t *round.Transcript, err error, bind string, logf func(string, ...any)) *round.Transcript {
 	switch {
 	case err != nil:
 		logf("the stored checkpoint cannot be read (%v); starting the step fresh", err)
@@ -74,4 +73,33 @@ func resumable(data []byte, bind string, logf func(string, ...any)) *round.Trans
 		return nil
 	}
 	return t
+}
+
+// sameLaunchView is what a step is shown when its caller did not say
+// (o.Visible nil): a retry of a tagged launch — a Temporal activity tried
+// again, whose launch number is its tag — is shown exactly what its first
+// attempt was shown, as that attempt's checkpoint records, so peers'
+// answers stored meanwhile do not make the identical retry pay again (they
+// still arrive by injection). Step mode has no launch tag: each launch is
+// shown the session as it is.
+func sameLaunchView(o Options, prior *round.Transcript) map[string]int {
+	if o.Visible != nil || o.Tag == "" || prior == nil || prior.Tag != o.Tag || prior.State.Shown == nil {
+		return o.Visible
+	}
+	return prior.State.Shown
+}
+
+// shownAnswer is the answer of a the step is shown: its latest, or with
+// visible its latest at or before visible[a.ID]; nil for none.
+func shownAnswer(a *session.Agent, visible map[string]int) *session.Answer {
+	if visible == nil {
+		return a.Latest()
+	}
+	var shown *session.Answer
+	for i := range a.Answers {
+		if a.Answers[i].Step <= visible[a.ID] {
+			shown = &a.Answers[i]
+		}
+	}
+	return shown
 }

@@ -109,7 +109,8 @@ func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (str
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, session.FinalTraceKey, o.OnCheckpoint)
 	in.Binding = binding(o.Owner, 0, &in)
 	if data, err := o.Store.Get(ctx, session.FinalTraceKey); err == nil {
-		in.Resume = resumable(data, in.Binding, func(string, ...any) {})
+		t, err := agent.ParseTranscript[round.State](data)
+		in.Resume = resumable(t, err, in.Binding, func(string, ...any) {})
 	}
 	out, err := round.Run(ctx, in)
 	if err != nil {

@@ -44,6 +44,11 @@ type Options struct {
 	// it was written for the same inputs (see binding), the tag included,
 	// so a relaunch never continues a cancelled attempt.
 	Tag string
+	// Visible are the answers the step is shown: for each agent, its
+	// latest answer at or before the given step (an agent missing here is
+	// not shown). Nil shows every agent's latest answer — except that a
+	// retry of a tagged launch is shown what its first attempt was shown.
+	Visible map[string]int
 	// Owner is the id of the session's owner (its workflow), part of the
 	// checkpoint's binding; empty when the caller has none (step mode).
 	Owner string
@@ -102,6 +107,27 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer os.RemoveAll(tmp)
 
+	self, _ := snap.Agent(o.Agent)
+	stepNo := o.Step
+	if stepNo == 0 {
+		stepNo = self.LatestStep + 1
+	}
+	traceKey := session.TraceKey(o.Agent, stepNo)
+	data, err := got.trace, got.traceErr
+	if stepNo != o.Step { // step mode: the step number was not known before
+		data, err = o.Store.Get(ctx, traceKey)
+	}
+	fresh := stepNo == o.Step && errors.Is(err, storage.ErrNotFound)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("read the checkpoint %s: %w", traceKey, err)
+	}
+	var prior *round.Transcript
+	var priorErr error
+	if err == nil {
+		prior, priorErr = agent.ParseTranscript[round.State](data)
+		o.Visible = sameLaunchView(o, prior)
+	}
+
 	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(agentIDs(snap))}
 	in, err := p.input(ctx, snap, o, agentCfg)
 	if err != nil {
@@ -115,25 +141,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Inject {
 		in.Inbox = &inbox{prep: p, self: o.Agent, ws: in.Workspace}
 	}
-
-	self, _ := snap.Agent(o.Agent)
-	stepNo := o.Step
-	if stepNo == 0 {
-		stepNo = self.LatestStep + 1
-	}
-	traceKey := session.TraceKey(o.Agent, stepNo)
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, traceKey, o.OnCheckpoint)
-	data, err := got.trace, got.traceErr
-	if stepNo != o.Step { // step mode: the step number was not known before
-		data, err = o.Store.Get(ctx, traceKey)
-	}
-	fresh := stepNo == o.Step && errors.Is(err, storage.ErrNotFound)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("read the checkpoint %s: %w", traceKey, err)
-	}
 	in.Binding = binding(o.Owner, stepNo, &in)
-	if err == nil {
-		in.Resume = resumable(data, in.Binding, func(f string, args ...any) {
+	if data != nil || prior != nil {
+		in.Resume = resumable(prior, priorErr, in.Binding, func(f string, args ...any) {
 			o.Logf("%s step %d: "+f, append([]any{o.Agent, stepNo}, args...)...)
 		})
 	}
@@ -212,8 +223,7 @@ type prep struct {
 
 // answer turns a stored answer into what the model sees, fetching its
 // workspace so the agent can read it under peers/agentN/.
-func (p *prep) answer(ctx context.Context, a *session.Agent, ws *tools.Workspace) (round.Answer, error) {
-	latest := a.Latest()
+func (p *prep) answer(ctx context.Context, a *session.Agent, latest *session.Answer, ws *tools.Workspace) (round.Answer, error) {
 	anon := p.anon[a.ID]
 	ans := round.Answer{Agent: a.ID, Label: coord.Label(anon, latest.Revision), Step: latest.Step, Text: latest.Text}
 	if latest.Workspace != "" {
@@ -234,10 +244,10 @@ func (p *prep) input(ctx context.Context, snap *session.Snapshot, o Options, age
 	}
 	var answers []round.Answer
 	for i := range snap.Agents {
-		if snap.Agents[i].Latest() == nil {
+		if shownAnswer(&snap.Agents[i], o.Visible) == nil {
 			continue
 		}
-		ans, err := p.answer(ctx, &snap.Agents[i], ws)
+		ans, err := p.answer(ctx, &snap.Agents[i], shownAnswer(&snap.Agents[i], o.Visible), ws)
 		if err != nil {
 			return round.Input{}, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
@@ -115,33 +116,80 @@ func TestIdenticalRetryResumesWithoutAModelCall(t *testing.T) {
 
 // A relaunch after a peer's new answer arrived starts fresh and is shown
 // the new answer; the interrupted attempt's conversation is not continued.
+// That holds for a new launch (a new tag) and in step mode (no tag, so the
+// answers shown decide).
 func TestRelaunchAfterANewAnswerStartsFresh(t *testing.T) {
+	for name, relaunchTag := range map[string]string{"new launch": "4", "step mode": ""} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := store(t)
+			twoAnswers(t, st)
+			srv := llmtest.Start(t,
+				llmtest.Text("thinking about A1 and B1").Once(),
+				llmtest.Fail(400, "bad request").Once(),
+				llmtest.Call("vote", `{"agent_id":"agent2","reason":"B2"}`),
+			)
+			var logged []string
+			o := Options{Store: st, Config: team(t), Agent: "agent_a", Task: "t", Step: 2, Model: model(t, srv), Tag: relaunchTag, Now: now,
+				Logf: func(f string, args ...any) { logged = append(logged, fmt.Sprintf(f, args...)) }}
+			if relaunchTag != "" {
+				o.Tag = "3"
+			}
+			_, err := Run(ctx, o)
+			require.Error(t, err)
+			require.Equal(t, 2, srv.Count())
+
+			_, err = session.Save(ctx, st, session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "B2", Now: now()})
+			require.NoError(t, err)
+			o.Tag = relaunchTag
+			res, err := Run(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, 2, res.Outcome.SeenSteps["agent_b"])
+			first := srv.Requests()[2]
+			require.Len(t, first.Messages, 2, "a fresh start: system and task only")
+			require.Contains(t, first.Messages[1].Content, "<agent2.2> B2 <end of agent2.2>")
+			require.False(t, first.Contains("thinking about A1 and B1"))
+			require.Len(t, logged, 1)
+			require.Contains(t, logged[0], "agent_a step 2: the stored checkpoint belongs to an attempt with other inputs")
+		})
+	}
+}
+
+// A retry of the same launch (a Temporal activity tried again) after a
+// peer's answer arrived is shown what its first attempt was shown, so it
+// resumes without paying again; the newer answer still arrives by injection.
+func TestRetryOfTheSameLaunchKeepsItsView(t *testing.T) {
 	ctx := context.Background()
 	st := store(t)
 	twoAnswers(t, st)
 	srv := llmtest.Start(t,
 		llmtest.Text("thinking about A1 and B1").Once(),
-		llmtest.Fail(400, "bad request").Once(),
-		llmtest.Call("vote", `{"agent_id":"agent2","reason":"B2"}`),
+		llmtest.Fail(503, "busy").Once(),
+		llmtest.Call("vote", `{"agent_id":"agent2","reason":"B2"}`).IfLastContains("agent2.1 -> agent2.2"),
+		llmtest.Call("list_files", `{}`),
 	)
-	var logged []string
-	o := Options{Store: st, Config: team(t), Agent: "agent_a", Task: "t", Step: 2, Model: model(t, srv), Tag: "3", Now: now,
-		Logf: func(f string, args ...any) { logged = append(logged, fmt.Sprintf(f, args...)) }}
+	o := Options{Store: st, Config: team(t), Agent: "agent_a", Task: "t", Step: 2, Model: model(t, srv), Tag: "3", Inject: true, Now: now}
 	_, err := Run(ctx, o)
-	require.Error(t, err)
-	require.Equal(t, 2, srv.Count())
-
+	require.True(t, llm.IsRetryable(err))
 	_, err = session.Save(ctx, st, session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "B2", Now: now()})
 	require.NoError(t, err)
+
 	res, err := Run(ctx, o)
 	require.NoError(t, err)
-	require.Equal(t, 2, res.Outcome.SeenSteps["agent_b"])
-	first := srv.Requests()[2]
-	require.Len(t, first.Messages, 2, "a fresh start: system and task only")
-	require.Contains(t, first.Messages[1].Content, "<agent2.2> B2 <end of agent2.2>")
-	require.False(t, first.Contains("thinking about A1 and B1"))
-	require.Len(t, logged, 1)
-	require.Contains(t, logged[0], "agent_a step 2: the stored checkpoint belongs to an attempt with other inputs")
+	require.Equal(t, 4, srv.Count(), "the first call was not paid for again")
+	require.True(t, srv.Requests()[2].Contains("thinking about A1 and B1"), "the checkpoint was continued")
+	require.False(t, srv.Requests()[2].Contains("B2"), "shown what the first attempt was shown")
+	require.Equal(t, 2, res.Outcome.SeenSteps["agent_b"], "the new answer arrived by injection")
+
+	// A caller that decides the view (the workflow) is obeyed: shown B1
+	// only, the step is bound to that view.
+	o.Visible, o.Step, o.Tag = map[string]int{"agent_b": 1}, 3, "5"
+	srv = llmtest.Start(t, llmtest.Call("vote", `{"agent_id":"agent2","reason":"B1"}`).IfContains("<agent2.1> B1"))
+	o.Model = model(t, srv)
+	res, err = Run(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"agent_b": 1}, res.Outcome.SeenSteps)
+	require.False(t, srv.Requests()[0].Contains("A1"), "agent_a's answer is not in the view")
 }
 
 // Each input of the binding changes the fingerprint; equal inputs do not.
@@ -241,4 +289,25 @@ func TestOversizedArgumentIsNotEchoedNorReplayed(t *testing.T) {
 	require.Empty(t, res.Saved.Workspace, "the placeholder was not replayed as a write")
 	_, err = st.Get(ctx, session.WorkspacePrefix("agent_a", 1)+"big.txt")
 	require.ErrorIs(t, err, storage.ErrNotFound)
+}
+
+// The same holds for a first step that was shown no answer at all.
+func TestRetryOfAFirstStepKeepsItsEmptyView(t *testing.T) {
+	ctx := context.Background()
+	st := store(t)
+	srv := llmtest.Start(t,
+		llmtest.Call("write_file", `{"path":"notes.md","content":"n"}`).Once(),
+		llmtest.Fail(503, "busy").Once(),
+		llmtest.Call("new_answer", `{"content":"A1"}`),
+	)
+	o := Options{Store: st, Config: team(t), Agent: "agent_a", Task: "t", Step: 1, Model: model(t, srv), Tag: "1", Now: now}
+	_, err := Run(ctx, o)
+	require.Error(t, err)
+	_, err = session.Save(ctx, st, session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "B1", Now: now()})
+	require.NoError(t, err)
+	_, err = Run(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, 3, srv.Count())
+	require.Greater(t, len(srv.Requests()[2].Messages), 2, "the checkpoint was continued")
+	require.False(t, srv.Requests()[2].Contains("B1"), "shown what the first attempt was shown")
 }
