@@ -43,46 +43,35 @@ func TestStepRefusesAnUnusableSessionBeforeAnyModelCall(t *testing.T) {
 }
 
 // A relaunched step after an interrupted one resumes only when it was given
-// the same inputs; with a changed task it starts fresh.
-func TestStepRelaunchWithAChangedTaskStartsFresh(t *testing.T) {
+// the same inputs: an identical relaunch continues the checkpoint (the call
+// that returned is not paid for again), one with a changed task starts fresh.
+func TestStepRelaunchResumesOnlyTheSameInputs(t *testing.T) {
 	t.Setenv("CONCLAVE_TEST_KEY", "sk-test-not-a-secret")
-	srv := llmtest.Start(t,
-		llmtest.Text("working on the old task").Once(),
-		llmtest.Fail(400, "bad request").Once(),
-		llmtest.Call("new_answer", `{"content":"A1"}`),
-	)
-	dir := t.TempDir()
-	session := filepath.Join(dir, "session")
-	cfg := agentConfig(t, dir, "agent_a", srv.URL())
-	code, _, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--automation", "old task")
-	require.Equal(t, exitNoAction, code, errs)
-	require.FileExists(t, filepath.Join(session, "agents/agent_a/001/trace.jsonl"), "the interrupted attempt left its checkpoint")
+	for name, task := range map[string]string{"identical": "old task", "changed task": "new task"} {
+		t.Run(name, func(t *testing.T) {
+			srv := llmtest.Start(t,
+				llmtest.Text("working on the old task").Once(),
+				llmtest.Fail(400, "bad request").Once(),
+				llmtest.Call("new_answer", `{"content":"A1"}`),
+			)
+			dir := t.TempDir()
+			session := filepath.Join(dir, "session")
+			cfg := agentConfig(t, dir, "agent_a", srv.URL())
+			code, _, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--automation", "old task")
+			require.Equal(t, exitNoAction, code, errs)
+			require.FileExists(t, filepath.Join(session, "agents/agent_a/001/trace.jsonl"), "the interrupted attempt left its checkpoint")
 
-	code, _, errs = runCLI(t, "step", "--session-dir", session, "--config", cfg, "--automation", "new task")
-	require.Equal(t, 0, code, errs)
-	require.Contains(t, errs, "starting the step fresh")
-	relaunch := srv.Requests()[2]
-	require.Len(t, relaunch.Messages, 2)
-	require.Contains(t, relaunch.Messages[1].Content, "new task")
-	require.False(t, relaunch.Contains("old task"), "the old attempt was not continued")
-}
-
-// An identical relaunch resumes the interrupted attempt: the model call
-// that returned is not paid for again.
-func TestStepIdenticalRelaunchResumes(t *testing.T) {
-	t.Setenv("CONCLAVE_TEST_KEY", "sk-test-not-a-secret")
-	srv := llmtest.Start(t,
-		llmtest.Text("working on it").Once(),
-		llmtest.Fail(400, "bad request").Once(),
-		llmtest.Call("new_answer", `{"content":"A1"}`),
-	)
-	dir := t.TempDir()
-	session := filepath.Join(dir, "session")
-	cfg := agentConfig(t, dir, "agent_a", srv.URL())
-	for want, code := range []int{exitNoAction, 0} {
-		got, _, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--automation", "task")
-		require.Equal(t, code, got, "run %d: %s", want+1, errs)
+			code, _, errs = runCLI(t, "step", "--session-dir", session, "--config", cfg, "--automation", task)
+			require.Equal(t, 0, code, errs)
+			relaunch := srv.Requests()[2]
+			if task == "old task" {
+				require.True(t, relaunch.Contains("working on the old task"), "the relaunch continued the checkpoint")
+				return
+			}
+			require.Contains(t, errs, "starting the step fresh")
+			require.Len(t, relaunch.Messages, 2)
+			require.Contains(t, relaunch.Messages[1].Content, "new task")
+			require.False(t, relaunch.Contains("old task"), "the old attempt was not continued")
+		})
 	}
-	require.Equal(t, 3, srv.Count())
-	require.True(t, srv.Requests()[2].Contains("working on it"), "the relaunch continued the checkpoint")
 }

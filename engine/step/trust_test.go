@@ -259,21 +259,27 @@ func TestCheckSession(t *testing.T) {
 	require.ErrorIs(t, CheckSession(ctx, st, "../x"), ErrBadInput)
 }
 
-// An oversized tool argument (600 KiB here) is answered with a short error and kept out of the
-// transcript: the next request and trace.jsonl stay small, and a resumed
-// attempt does not replay the placeholder as a write.
+// interrupted runs a first attempt of agent_a's step 1 whose model makes
+// the first call, then fails with a retryable error; the retry's calls
+// are answered by then.
+func interrupted(t *testing.T, first, then llmtest.Rule) (storage.Store, *llmtest.Server, Options) {
+	t.Helper()
+	st := store(t)
+	srv := llmtest.Start(t, first.Once(), llmtest.Fail(503, "busy").Once(), then)
+	o := Options{Store: st, Config: team(t), Agent: "agent_a", Task: "t", Step: 1, Model: model(t, srv), Tag: "1", Now: now}
+	_, err := Run(context.Background(), o)
+	require.True(t, llm.IsRetryable(err), "%v", err)
+	return st, srv, o
+}
+
+// An oversized tool argument (600 KiB here) is answered with a short error
+// and kept out of the transcript: the next request and trace.jsonl stay
+// small, and a resumed attempt does not replay the placeholder as a write.
 func TestOversizedArgumentIsNotEchoedNorReplayed(t *testing.T) {
 	ctx := context.Background()
-	st := store(t)
 	huge := strings.Repeat("x", 600<<10)
-	srv := llmtest.Start(t,
-		llmtest.Call("write_file", `{"path":"big.txt","content":"`+huge+`"}`).Once(),
-		llmtest.Fail(503, "busy").Once(),
-		llmtest.Call("new_answer", `{"content":"A1, without the big file"}`),
-	)
-	o := Options{Store: st, Config: team(t), Agent: "agent_a", Task: "t", Step: 1, Model: model(t, srv), Tag: "1", Now: now}
-	_, err := Run(ctx, o)
-	require.Error(t, err)
+	st, srv, o := interrupted(t, llmtest.Call("write_file", `{"path":"big.txt","content":"`+huge+`"}`),
+		llmtest.Call("new_answer", `{"content":"A1, without the big file"}`))
 	trace, err := st.Get(ctx, session.TraceKey("agent_a", 1))
 	require.NoError(t, err)
 	require.Less(t, len(trace), 64<<10, "the checkpoint holds no copy of the argument")
@@ -294,16 +300,8 @@ func TestOversizedArgumentIsNotEchoedNorReplayed(t *testing.T) {
 // The same holds for a first step that was shown no answer at all.
 func TestRetryOfAFirstStepKeepsItsEmptyView(t *testing.T) {
 	ctx := context.Background()
-	st := store(t)
-	srv := llmtest.Start(t,
-		llmtest.Call("write_file", `{"path":"notes.md","content":"n"}`).Once(),
-		llmtest.Fail(503, "busy").Once(),
-		llmtest.Call("new_answer", `{"content":"A1"}`),
-	)
-	o := Options{Store: st, Config: team(t), Agent: "agent_a", Task: "t", Step: 1, Model: model(t, srv), Tag: "1", Now: now}
-	_, err := Run(ctx, o)
-	require.Error(t, err)
-	_, err = session.Save(ctx, st, session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "B1", Now: now()})
+	st, srv, o := interrupted(t, llmtest.Call("write_file", `{"path":"notes.md","content":"n"}`), llmtest.Call("new_answer", `{"content":"A1"}`))
+	_, err := session.Save(ctx, st, session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "B1", Now: now()})
 	require.NoError(t, err)
 	_, err = Run(ctx, o)
 	require.NoError(t, err)
