@@ -121,9 +121,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("read the checkpoint %s: %w", traceKey, err)
 	}
+	stored := err == nil
 	var prior *round.Transcript
 	var priorErr error
-	if err == nil {
+	if stored {
 		prior, priorErr = agent.ParseTranscript[round.State](data)
 		o.Visible = sameLaunchView(o, prior)
 	}
@@ -143,7 +144,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, traceKey, o.OnCheckpoint)
 	in.Binding = binding(o.Owner, stepNo, &in)
-	if data != nil || prior != nil {
+	if stored {
 		in.Resume = resumable(prior, priorErr, in.Binding, func(f string, args ...any) {
 			o.Logf("%s step %d: "+f, append([]any{o.Agent, stepNo}, args...)...)
 		})
