@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -31,10 +32,11 @@ func newStepCmd() *cobra.Command {
 		Long: "Loads every answer in the session directory, runs the config's single agent\n" +
 			"until it calls new_answer or vote, and writes answer.json (with workspace/) or\n" +
 			"vote.json and last_action.json. Exit 0: an action was taken; 2: the agent\n" +
-			"produced no action; 1: bad input. Also callable as `conclave --step …`.",
+			"produced no action; 1: bad input, including a session that cannot be read or\n" +
+			"written (checked before any model call). Also callable as `conclave --step …`.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := runStep(cmd.Context(), f, os.Getenv)
+			res, err := runStep(cmd.Context(), f, os.Getenv, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -64,7 +66,7 @@ type stepResult struct {
 	Usage      llm.Usage      `json:"usage"`
 }
 
-func runStep(ctx context.Context, f stepFlags, getenv func(string) string) (*stepResult, error) {
+func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stderr io.Writer) (*stepResult, error) {
 	if strings.TrimSpace(f.task) == "" {
 		return nil, errors.New("--automation is empty: give the task")
 	}
@@ -84,6 +86,9 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string) (*ste
 	if err != nil {
 		return nil, err
 	}
+	if err := step.CheckSession(ctx, st, agent.ID); err != nil {
+		return nil, err // exit 1, and no model call was paid for
+	}
 	var criteria []string
 	if f.criteria != "" {
 		data, err := os.ReadFile(f.criteria)
@@ -94,7 +99,8 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string) (*ste
 			return nil, err
 		}
 	}
-	res, err := step.Run(ctx, step.Options{Store: st, Config: cfg, Agent: agent.ID, Task: f.task, EvalCriteria: criteria, Model: model})
+	res, err := step.Run(ctx, step.Options{Store: st, Config: cfg, Agent: agent.ID, Task: f.task, EvalCriteria: criteria, Model: model,
+		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "conclave: "+format+"\n", args...) }})
 	switch {
 	case errors.Is(err, step.ErrBadInput):
 		return nil, err

@@ -65,9 +65,11 @@ type Config[S any] struct {
 	// MaxTurns bounds the model calls of the step.
 	MaxTurns int
 	Files    Files
-	// Tag, Messages and State start a fresh step: its owner, its opening
-	// messages and the policy's initial state.
+	// Tag, Binding, Messages and State start a fresh step: its launch, the
+	// fingerprint of its inputs, its opening messages and the policy's
+	// initial state.
 	Tag      string
+	Binding  string
 	Messages []llm.Message
 	State    S
 	// Resume is a checkpoint to continue instead. The workspace of the
@@ -98,7 +100,7 @@ func Run[S any](ctx context.Context, cfg Config[S], p Policy[S]) (*Transcript[S]
 		if len(cfg.Messages) == 0 {
 			return nil, errors.New("agent: a fresh step needs its opening messages")
 		}
-		r.t = &Transcript[S]{Tag: cfg.Tag, Messages: cfg.Messages, State: cfg.State}
+		r.t = &Transcript[S]{Tag: cfg.Tag, Binding: cfg.Binding, Messages: cfg.Messages, State: cfg.State}
 	}
 	return r.t, r.loop(ctx)
 }
@@ -136,6 +138,13 @@ func (r *run[S]) loop(ctx context.Context) error {
 		}
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant
+		for i, c := range msg.ToolCalls {
+			// Oversized arguments are never run and never kept: the next
+			// request and the checkpoint hold a short placeholder instead.
+			if len(c.Arguments) > tools.MaxCallBytes {
+				msg.ToolCalls[i].Arguments = tools.Omit(c.Arguments)
+			}
+		}
 		r.t.Messages = append(r.t.Messages, msg)
 		r.t.Turns++
 		r.t.Usage = r.t.Usage.Add(resp.Usage)
@@ -153,7 +162,7 @@ func (r *run[S]) handle(ctx context.Context, reply llm.Message) (done bool, err 
 		return true, fmt.Errorf("agent: the policy answered %d of %d tool calls", len(turn.Results), len(reply.ToolCalls))
 	}
 	for i, c := range reply.ToolCalls {
-		content := turn.Results[i].Content
+		content := Quote(turn.Results[i].Content) // tool output is untrusted
 		if turn.Results[i].IsError {
 			content = "Error: " + content
 		}
@@ -202,7 +211,7 @@ func (r *run[S]) replayWrites() {
 			answered[next.ToolCallID] = true
 		}
 		for _, c := range m.ToolCalls {
-			if c.Name == tools.WriteFile && answered[c.ID] {
+			if _, omitted := tools.Omitted(c.Arguments); c.Name == tools.WriteFile && answered[c.ID] && !omitted {
 				r.cfg.Files.Call(c)
 			}
 		}

@@ -16,7 +16,11 @@ import (
 type Transcript[S any] struct {
 	// Tag names the launch that owns the transcript; a caller never resumes
 	// a transcript with another tag.
-	Tag      string
+	Tag string
+	// Binding fingerprints the inputs of the attempt that wrote the
+	// transcript (engine/step): a caller resumes it only for the same
+	// inputs, so a relaunch shown something else starts fresh.
+	Binding  string
 	Turns    int // model calls that returned
 	Usage    llm.Usage
 	Messages []llm.Message
@@ -28,9 +32,10 @@ type Transcript[S any] struct {
 
 // header is the engine's part of the state line.
 type header struct {
-	Tag   string    `json:"tag,omitempty"`
-	Turns int       `json:"turns"`
-	Usage llm.Usage `json:"usage"`
+	Tag     string    `json:"tag,omitempty"`
+	Binding string    `json:"binding,omitempty"`
+	Turns   int       `json:"turns"`
+	Usage   llm.Usage `json:"usage"`
 }
 
 type traceLine struct {
@@ -68,7 +73,7 @@ func (t *Transcript[S]) stateLine() (json.RawMessage, error) {
 	if err := json.Unmarshal(policy, &fields); err != nil {
 		return nil, fmt.Errorf("the policy state must encode as a JSON object: %w", err)
 	}
-	head, err := json.Marshal(header{Tag: t.Tag, Turns: t.Turns, Usage: t.Usage})
+	head, err := json.Marshal(header{Tag: t.Tag, Binding: t.Binding, Turns: t.Turns, Usage: t.Usage})
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +116,7 @@ func ParseTranscript[S any](data []byte) (*Transcript[S], error) {
 			if err := json.Unmarshal(line.State, &t.State); err != nil {
 				return nil, fmt.Errorf("trace line %d: %w", n, err)
 			}
-			t.Tag, t.Turns, t.Usage = h.Tag, h.Turns, h.Usage
+			t.Tag, t.Binding, t.Turns, t.Usage = h.Tag, h.Binding, h.Turns, h.Usage
 		case line.Kind == "message" && line.Message != nil && t != nil:
 			t.Messages = append(t.Messages, *line.Message)
 		default:

@@ -35,6 +35,15 @@ func (e *Error) Error() string { return e.Cause }
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrProtocol marks a reply that is not an OpenAI-compatible event stream
+// although its status is 200: a web page, a login form, a plain JSON
+// object. It is not retryable: such a reply comes from a base_url that is
+// not the API root (a wrong path, a proxy's sign-in page, another service),
+// which answers the same way every time, so retrying would only hide the
+// misconfiguration for the whole retry budget. A stream that is merely cut
+// (an empty body, or events without a finish) stays retryable.
+var ErrProtocol = errors.New("the model server's reply is not an OpenAI-compatible event stream")
+
 // IsRetryable reports whether err is a model failure worth retrying later.
 // Context errors and unclassified errors are not.
 func IsRetryable(err error) bool {
@@ -200,3 +209,65 @@ func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// protocolError describes a 200 reply that holds no stream, quoting the
+// start of its body so the person can see what answered instead.
+func (m *OpenAI) protocolError(res *http.Response, head string) *Error {
+	ct := "no content type"
+	if res != nil && res.Header.Get("Content-Type") != "" {
+		ct = res.Header.Get("Content-Type")
+	}
+	return &Error{Status: http.StatusOK, Err: ErrProtocol, Cause: fmt.Sprintf(
+		"%s answered 200 with a body (%s) that is not an OpenAI-compatible event stream, beginning %q: "+
+			"check that base_url is the API root of an OpenAI-compatible server (often ending in /v1), not a web page, a sign-in page or another service",
+		m.baseURL, ct, m.redact(head))}
+}
+
+// headBytes is how much of a reply's body is kept to recognise and quote a
+// reply that is not a stream.
+const headBytes = 200
+
+// bodyHead keeps the first bytes of a successful reply's body as the
+// stream decoder reads it.
+type bodyHead struct {
+	buf []byte
+}
+
+// record is a client middleware that tees the body of a 200 reply into h.
+func (h *bodyHead) record(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	res, err := next(req)
+	if err == nil && res != nil && res.StatusCode == http.StatusOK && res.Body != nil {
+		res.Body = &headReader{ReadCloser: res.Body, h: h}
+	}
+	return res, err
+}
+
+type headReader struct {
+	io.ReadCloser
+	h *bodyHead
+}
+
+func (r *headReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if room := headBytes - len(r.h.buf); room > 0 {
+		r.h.buf = append(r.h.buf, p[:min(n, room)]...)
+	}
+	return n, err
+}
+
+// eventStream reports whether the body was empty (a stream cut before its
+// first event) or began like server-sent events.
+func (h *bodyHead) eventStream() bool {
+	text := strings.TrimLeft(string(h.buf), " \t\r\n\ufeff")
+	if text == "" {
+		return true
+	}
+	for _, field := range []string{"data:", "event:", "id:", "retry:", ":"} {
+		if strings.HasPrefix(text, field) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *bodyHead) String() string { return strings.ToValidUTF8(string(h.buf), "?") }

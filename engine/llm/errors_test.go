@@ -145,6 +145,40 @@ func TestStreamWithoutFinishReasonIsRetryable(t *testing.T) {
 	assert.Contains(t, err.Error(), "ended before the model finished")
 }
 
+// A 200 reply that is not a stream (a sign-in page, a plain JSON object)
+// is a protocol error, not retryable, naming the base URL and quoting what
+// answered; an empty 200 body is still a cut stream, retryable.
+func TestNonStreamBodyIsAProtocolError(t *testing.T) {
+	for _, tc := range []struct{ contentType, body string }{
+		{"text/html", "<html><body>Please sign in</body></html>"},
+		{"application/json", `{"object":"chat.completion","choices":[]}`},
+		{"", "Please sign in"},
+		{"text/event-stream", "<html>not events</html>"},
+	} {
+		m := rawServer(t, func(w http.ResponseWriter, _ *http.Request) {
+			if tc.contentType != "" {
+				w.Header().Set("Content-Type", tc.contentType)
+			}
+			fmt.Fprint(w, tc.body)
+		})
+		err := ask(t, m)
+		var e *Error
+		require.ErrorAs(t, err, &e, tc.body)
+		assert.ErrorIs(t, err, ErrProtocol)
+		assert.False(t, e.Retryable, tc.body)
+		assert.Equal(t, 200, e.Status)
+		assert.Contains(t, e.Cause, m.baseURL)
+		assert.Contains(t, e.Cause, "not an OpenAI-compatible event stream")
+		assert.Contains(t, e.Cause, fmt.Sprintf("%q", tc.body))
+	}
+	m := rawServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+	})
+	err := ask(t, m)
+	assert.True(t, IsRetryable(err), "an empty stream was cut: %v", err)
+	assert.NotErrorIs(t, err, ErrProtocol)
+}
+
 func TestErrorEventInsideStream(t *testing.T) {
 	for _, tc := range []struct {
 		event     string

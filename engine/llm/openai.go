@@ -173,11 +173,14 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		return Response{}, err
 	}
 	var res *http.Response
-	stream := m.svc.NewStreaming(ctx, params, option.WithResponseInto(&res))
+	var head bodyHead
+	stream := m.svc.NewStreaming(ctx, params, option.WithResponseInto(&res), option.WithMiddleware(head.record))
 	defer func() { _ = stream.Close() }()
 
 	var acc openai.ChatCompletionAccumulator
+	chunks := 0
 	for stream.Next() {
+		chunks++
 		if !acc.AddChunk(stream.Current()) {
 			return Response{}, &Error{Cause: fmt.Sprintf("%s sent a stream chunk that does not fit the answer so far: the server is not OpenAI-compatible enough", m.baseURL)}
 		}
@@ -190,6 +193,9 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return Response{}, err
+	}
+	if chunks == 0 && !head.eventStream() {
+		return Response{}, m.protocolError(res, head.String())
 	}
 	// A stream may end cleanly at the TCP level and still be cut short (a
 	// proxy closing at a chunk boundary): without a finish reason the answer

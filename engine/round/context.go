@@ -5,9 +5,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
+// Untrusted text (the task, which may carry earlier steps' output, peers'
+// answers, criteria, human input) goes through agent.Quote, so it cannot
+// forge the markers below.
+//
 // The context follows MassGen's format so that a model sees what it would
 // see there: the task in ORIGINAL MESSAGE tags, answers in CURRENT ANSWERS
 // tags under anonymous labels, and a binary decision to make.
@@ -55,23 +60,23 @@ func systemMessage(in *Input) string {
 func userMessage(in *Input) string {
 	var b strings.Builder
 	b.WriteString("<ORIGINAL MESSAGE>\n")
-	b.WriteString(in.Task)
+	b.WriteString(agent.Quote(in.Task))
 	b.WriteString("\n<END OF ORIGINAL MESSAGE>\n\n")
 	if in.Mode == coord.ModeDecomposition && in.Subtask != "" {
-		fmt.Fprintf(&b, "<YOUR SUBTASK>\n%s\n<END OF YOUR SUBTASK>\n\n", in.Subtask)
+		fmt.Fprintf(&b, "<YOUR SUBTASK>\n%s\n<END OF YOUR SUBTASK>\n\n", agent.Quote(in.Subtask))
 	}
 	b.WriteString(answersBlock(in.Answers))
 	if len(in.EvalCriteria) > 0 {
 		b.WriteString("\n<EVALUATION CRITERIA>\n")
 		for _, c := range in.EvalCriteria {
-			fmt.Fprintf(&b, "- %s\n", c)
+			fmt.Fprintf(&b, "- %s\n", agent.Quote(c))
 		}
 		b.WriteString("<END OF EVALUATION CRITERIA>\n")
 	}
 	if len(in.Human) > 0 {
 		b.WriteString("\nInput from the user during this session:\n")
 		for _, h := range in.Human {
-			fmt.Fprintf(&b, "- %s\n", h)
+			fmt.Fprintf(&b, "- %s\n", agent.Quote(h))
 		}
 	}
 	if len(in.Tally) > 0 {
@@ -94,7 +99,7 @@ func answersBlock(answers []Answer) string {
 	var b strings.Builder
 	b.WriteString("<CURRENT ANSWERS from the agents>\n")
 	for _, a := range sorted {
-		fmt.Fprintf(&b, "<%s> %s <end of %s>\n", a.Label, a.Text, a.Label)
+		fmt.Fprintf(&b, "<%s> %s <end of %s>\n", a.Label, agent.Quote(a.Text), a.Label)
 	}
 	b.WriteString("<END OF CURRENT ANSWERS>\n")
 	return b.String()
@@ -129,14 +134,14 @@ func updateMessage(old map[string]Answer, fresh []Answer, human []string) string
 			}
 		}
 		for _, a := range fresh {
-			fmt.Fprintf(&b, "<%s> %s <end of %s>\n", a.Label, a.Text, a.Label)
+			fmt.Fprintf(&b, "<%s> %s <end of %s>\n", a.Label, agent.Quote(a.Text), a.Label)
 		}
 		b.WriteString("Take them into account before you finish; votes refer to the latest answers.\n")
 	}
 	if len(human) > 0 {
 		b.WriteString("Input from the user:\n")
 		for _, h := range human {
-			fmt.Fprintf(&b, "- %s\n", h)
+			fmt.Fprintf(&b, "- %s\n", agent.Quote(h))
 		}
 	}
 	b.WriteString("<END OF UPDATE>")

@@ -39,6 +39,7 @@ func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files
 		return turn, p.fail(t, ReasonNoWorkflowTool)
 	}
 	var workflow []llm.ToolCall
+	var unknown []string
 	turn.Results = make([]tools.Result, len(msg.ToolCalls))
 	for i, c := range msg.ToolCalls {
 		if tools.IsWorkflowTool(c.Name) {
@@ -47,7 +48,8 @@ func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files
 		}
 		res, ok := files.Call(c)
 		if !ok {
-			res = tools.Result{Content: fmt.Sprintf("there is no tool named %q here.", c.Name), IsError: true}
+			unknown = append(unknown, c.Name)
+			res = tools.Result{Content: fmt.Sprintf("there is no tool named %q here; use only the tools offered in this step.", c.Name), IsError: true}
 		}
 		turn.Results[i] = res
 	}
@@ -72,6 +74,11 @@ func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files
 	}
 	if reason != "" {
 		return turn, p.fail(t, reason)
+	}
+	if out == nil && len(unknown) > 0 {
+		// A tool that was not offered is as invalid as a missing workflow
+		// call: without this, such a model would run until MaxTurns.
+		return turn, p.fail(t, ReasonUnknownTool)
 	}
 	if out == nil {
 		return turn, nil

@@ -29,7 +29,7 @@ func Run(ctx context.Context, in Input) (*Outcome, error) {
 	cfg := agent.Config[State]{
 		Model: in.Model, ModelName: in.ModelName, Temperature: in.Temperature, MaxTokens: in.MaxTokens,
 		OnChunk: in.OnChunk, MaxTurns: in.MaxTurns, Files: agent.Files{Workspace: in.Workspace},
-		Tag: in.Tag, Resume: in.Resume, Checkpoint: in.Checkpoint,
+		Tag: in.Tag, Binding: in.Binding, Resume: in.Resume, Checkpoint: in.Checkpoint,
 	}
 	if in.Resume == nil {
 		cfg.Messages, cfg.State = p.start()
@@ -91,6 +91,7 @@ func (p *policy) start() ([]llm.Message, State) {
 		s.SeenSteps[a.Agent] = a.Step
 		s.Known = append(s.Known, a)
 	}
+	s.Shown = copySeen(s.SeenSteps)
 	return []llm.Message{
 		{Role: llm.RoleSystem, Content: systemMessage(p.in)},
 		{Role: llm.RoleUser, Content: userMessage(p.in)},

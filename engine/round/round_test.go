@@ -173,6 +173,31 @@ func TestThreeBadRepliesFail(t *testing.T) {
 	require.Equal(t, 3, srv.Count())
 }
 
+// A model that keeps calling a tool it was not offered fails after
+// max_enforcement_attempts replies, not after MaxTurns.
+func TestUnknownToolCountsAsAnAttempt(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Call("run_shell", `{"cmd":"ls"}`))
+	in := input(t, srv, "agent_a", ansA, ansB)
+	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
+	_, err := Run(context.Background(), in)
+	var ee *EnforcementError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, []string{ReasonUnknownTool, ReasonUnknownTool, ReasonUnknownTool}, ee.Reasons)
+	require.Equal(t, 3, srv.Count(), "three attempts, not %d turns", defaultMaxTurns)
+	require.Contains(t, srv.Requests()[1].Last().Content, `no tool named "run_shell"`)
+
+	// Workspace tools that were offered cost nothing.
+	srv = llmtest.Start(t,
+		llmtest.Call("list_files", `{}`).Times(4),
+		llmtest.Call("vote", `{"agent_id":"agent2","reason":"fine"}`),
+	)
+	in = input(t, srv, "agent_a", ansA, ansB)
+	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Zero(t, out.Transcript.State.Attempts)
+}
+
 func TestAnswerLimitInVoteOnlyMode(t *testing.T) {
 	srv := llmtest.Start(t,
 		llmtest.Call("new_answer", `{"content":"one more"}`).Once(),

@@ -81,9 +81,11 @@ type Input struct {
 	// Human is runtime human input that arrived before the step started; it
 	// goes into the first user message.
 	Human []string
-	// Tag names the launch that owns the transcript; a transcript with
-	// another tag is never resumed.
-	Tag string
+	// Tag names the launch that owns the transcript; Binding fingerprints
+	// the step's inputs (engine/step). Both are stored in the transcript;
+	// the caller decides from them whether a checkpoint may be resumed.
+	Tag     string
+	Binding string
 
 	// OnChunk is called for every streamed chunk, so a long generation can
 	// heartbeat its activity.
@@ -103,6 +105,10 @@ type Transcript = agent.Transcript[State]
 // line to resume a step.
 type State struct {
 	SeenSteps map[string]int `json:"seen_steps"`
+	// Shown is what the step started with: the step of every answer in its
+	// opening context (SeenSteps before any injection). An empty view is
+	// kept as {}, not dropped, so a retry can tell it from an old trace.
+	Shown map[string]int `json:"shown"`
 	// Known holds every answer the agent has been shown (latest per agent);
 	// it resolves vote targets and detects duplicate answers.
 	Known      []Answer `json:"known"`
@@ -137,6 +143,7 @@ const (
 	ReasonMixedActions       = "mixed_vote_and_answer"
 	ReasonMultipleActions    = "multiple_workflow_calls"
 	ReasonUnavailableTool    = "unavailable_tool"
+	ReasonUnknownTool        = "unknown_tool" // a non-workflow tool not offered this turn
 	ReasonInvalidArguments   = "invalid_arguments"
 	ReasonVoteWithoutAnswers = "vote_without_answers"
 	ReasonUnknownVoteTarget  = "unknown_vote_target"

@@ -34,7 +34,7 @@ func (b *inbox) Unseen(ctx context.Context, seen map[string]int, humanSeen int) 
 		if a.ID == b.self || a.Latest() == nil || a.LatestAnswerStep <= seen[a.ID] {
 			continue
 		}
-		ans, err := b.prep.answer(ctx, a, b.ws)
+		ans, err := b.prep.answer(ctx, a, a.Latest(), b.ws)
 		if err != nil {
 			return u, err
 		}

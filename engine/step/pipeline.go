@@ -85,7 +85,11 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineStep, error) 
 		if err := session.ReadJSON(ctx, o.Store, o.ResumeKey, &saved); err != nil {
 			return nil, fmt.Errorf("load the messages step %q saved for its call: %w", in.Step, err)
 		}
-		in.Resume = append(saved, o.Return...)
+		in.Resume = saved
+		for _, m := range o.Return { // the called step's result is model output
+			m.Content = agent.Quote(m.Content)
+			in.Resume = append(in.Resume, m)
+		}
 	}
 	in.Checkpoint = agent.Checkpointer[runner.State](o.Store, traceKey, o.OnCheckpoint)
 	out, t, err := runner.Run(ctx, in)

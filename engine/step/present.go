@@ -28,6 +28,8 @@ type PresentOptions struct {
 	EvalCriteria []string
 	Model        llm.Model // unused for winner_reuse
 	Tag          string
+	// Owner is the session owner's id, part of the checkpoint's binding.
+	Owner        string
 	OnCheckpoint func(turns int)
 	Now          func() time.Time
 }
@@ -105,8 +107,10 @@ func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (str
 	in.Task, in.EvalCriteria, in.Tag = o.Task, o.EvalCriteria, o.Tag
 	in.Synthesize = o.Strategy == config.FinalSynthesize
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, session.FinalTraceKey, o.OnCheckpoint)
+	in.Binding = binding(o.Owner, 0, &in)
 	if data, err := o.Store.Get(ctx, session.FinalTraceKey); err == nil {
-		in.Resume = resumable(data, o.Tag)
+		t, err := agent.ParseTranscript[round.State](data)
+		in.Resume = resumable(t, err, in.Binding, func(string, ...any) {})
 	}
 	out, err := round.Run(ctx, in)
 	if err != nil {

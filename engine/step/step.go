@@ -40,16 +40,28 @@ type Options struct {
 	// config and limits.
 	Mode  coord.Mode
 	Tally map[string]int
-	// Tag identifies this launch; a stored transcript is resumed only when
-	// its tag matches, so a relaunch never continues a cancelled attempt.
-	Tag   string
+	// Tag identifies this launch. A stored transcript is resumed only when
+	// it was written for the same inputs (see binding), the tag included,
+	// so a relaunch never continues a cancelled attempt.
+	Tag string
+	// Visible are the answers the step is shown: for each agent, its
+	// latest answer at or before the given step (an agent missing here is
+	// not shown). Nil shows every agent's latest answer — except that a
+	// retry of a tagged launch is shown what its first attempt was shown.
+	Visible map[string]int
+	// Owner is the id of the session's owner (its workflow), part of the
+	// checkpoint's binding; empty when the caller has none (step mode).
+	Owner string
 	Model llm.Model
 	// Inject enables mid-step injection of peer answers and human input
 	// from storage (multi-agent runs); step mode preloads everything.
 	Inject bool
 	// OnCheckpoint is told after every stored checkpoint (heartbeats).
 	OnCheckpoint func(turns int)
-	Now          func() time.Time
+	// Logf reports what a person may want to know, such as a checkpoint
+	// that was not resumed; nil discards it.
+	Logf func(format string, args ...any)
+	Now  func() time.Time
 }
 
 // Result is a finished step.
@@ -65,6 +77,9 @@ type Result struct {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
 	}
 	agentCfg, ok := o.Config.Agent(o.Agent)
 	if !ok {
@@ -92,6 +107,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer os.RemoveAll(tmp)
 
+	self, _ := snap.Agent(o.Agent)
+	stepNo := o.Step
+	if stepNo == 0 {
+		stepNo = self.LatestStep + 1
+	}
+	traceKey := session.TraceKey(o.Agent, stepNo)
+	data, err := got.trace, got.traceErr
+	if stepNo != o.Step { // step mode: the step number was not known before
+		data, err = o.Store.Get(ctx, traceKey)
+	}
+	fresh := stepNo == o.Step && errors.Is(err, storage.ErrNotFound)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("read the checkpoint %s: %w", traceKey, err)
+	}
+	stored := err == nil
+	var prior *round.Transcript
+	var priorErr error
+	if stored {
+		prior, priorErr = agent.ParseTranscript[round.State](data)
+		o.Visible = sameLaunchView(o, prior)
+	}
+
 	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(agentIDs(snap))}
 	in, err := p.input(ctx, snap, o, agentCfg)
 	if err != nil {
@@ -105,24 +142,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Inject {
 		in.Inbox = &inbox{prep: p, self: o.Agent, ws: in.Workspace}
 	}
-
-	self, _ := snap.Agent(o.Agent)
-	stepNo := o.Step
-	if stepNo == 0 {
-		stepNo = self.LatestStep + 1
-	}
-	traceKey := session.TraceKey(o.Agent, stepNo)
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, traceKey, o.OnCheckpoint)
-	data, err := got.trace, got.traceErr
-	if stepNo != o.Step { // step mode: the step number was not known before
-		data, err = o.Store.Get(ctx, traceKey)
-	}
-	fresh := stepNo == o.Step && errors.Is(err, storage.ErrNotFound)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("read the checkpoint %s: %w", traceKey, err)
-	}
-	if err == nil {
-		in.Resume = resumable(data, o.Tag)
+	in.Binding = binding(o.Owner, stepNo, &in)
+	if stored {
+		in.Resume = resumable(prior, priorErr, in.Binding, func(f string, args ...any) {
+			o.Logf("%s step %d: "+f, append([]any{o.Agent, stepNo}, args...)...)
+		})
 	}
 
 	started := o.Now()
@@ -146,18 +171,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Label = coord.Label(p.anon[o.Agent], self.AnswerCount+1)
 	}
 	return res, nil
-}
-
-// resumable is the stored checkpoint of a coordination step or of the
-// presentation when this launch may continue it: one of another launch, or
-// one that cannot be parsed (damaged, or of an older format), starts fresh
-// and is overwritten by the first checkpoint.
-func resumable(data []byte, tag string) *round.Transcript {
-	t, err := agent.ParseTranscript[round.State](data)
-	if err != nil || t.Tag != tag {
-		return nil
-	}
-	return t
 }
 
 // prefetched holds the reads a step needs besides the snapshot.
@@ -211,8 +224,7 @@ type prep struct {
 
 // answer turns a stored answer into what the model sees, fetching its
 // workspace so the agent can read it under peers/agentN/.
-func (p *prep) answer(ctx context.Context, a *session.Agent, ws *tools.Workspace) (round.Answer, error) {
-	latest := a.Latest()
+func (p *prep) answer(ctx context.Context, a *session.Agent, latest *session.Answer, ws *tools.Workspace) (round.Answer, error) {
 	anon := p.anon[a.ID]
 	ans := round.Answer{Agent: a.ID, Label: coord.Label(anon, latest.Revision), Step: latest.Step, Text: latest.Text}
 	if latest.Workspace != "" {
@@ -233,10 +245,10 @@ func (p *prep) input(ctx context.Context, snap *session.Snapshot, o Options, age
 	}
 	var answers []round.Answer
 	for i := range snap.Agents {
-		if snap.Agents[i].Latest() == nil {
+		if shownAnswer(&snap.Agents[i], o.Visible) == nil {
 			continue
 		}
-		ans, err := p.answer(ctx, &snap.Agents[i], ws)
+		ans, err := p.answer(ctx, &snap.Agents[i], shownAnswer(&snap.Agents[i], o.Visible), ws)
 		if err != nil {
 			return round.Input{}, err
 		}

@@ -13,7 +13,8 @@ import (
 // maxArgsBytes bounds the raw arguments of any call before they are decoded.
 // JSON escaping can make a string up to six times longer than its value, so
 // this leaves room for a full-size answer while refusing absurd payloads
-// before they are held in memory twice.
+// before they are held in memory twice. The agent engine's own, lower limit
+// on what a model may send in one call is MaxCallBytes.
 const maxArgsBytes = 8 << 20
 
 // field describes one string argument of a tool.
@@ -36,6 +37,9 @@ func parseArgs(tool, args string, fields ...field) (map[string]string, error) {
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("%s: %s; call %s again with arguments %s",
 			tool, fmt.Sprintf(format, a...), tool, shape(fields))
+	}
+	if err := CheckOmitted(tool, args); err != nil {
+		return nil, err
 	}
 	if len(args) > maxArgsBytes {
 		return nil, fail("the arguments are %d bytes, over the %d-byte limit", len(args), maxArgsBytes)

@@ -83,7 +83,7 @@ func (w Workspace) Specs() []Spec {
 			Name: WriteFile,
 			Description: fmt.Sprintf("Create or replace a file in your workspace with the given "+
 				"content, creating parent directories. peers/ is read-only. Content over %d "+
-				"bytes is refused.", limit),
+				"bytes is refused; write a larger text as several files.", min(limit, MaxCallBytes)),
 			Parameters: objectSchema(map[string]any{
 				"path":    pathProp,
 				"content": stringProp("The complete new content of the file."),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 )
@@ -12,10 +13,18 @@ import (
 // FirstMessages are a fresh step's isolated context (seed 004): what the
 // step must do, a summary of the project context, the previous step's
 // status and the run's input — nothing of earlier steps' conversations.
+// The project context, the previous step's summary (model output) and the
+// run's input are untrusted and go through agent.Quote.
 func FirstMessages(in Input, step pipeline.Step) []llm.Message {
+	prev := in.Previous
+	if prev != nil {
+		quoted := *prev
+		quoted.Summary = agent.Quote(prev.Summary)
+		prev = &quoted
+	}
 	return []llm.Message{
 		{Role: llm.RoleSystem, Content: systemMessage(in, step)},
-		{Role: llm.RoleUser, Content: pipeline.StepMessage(step, in.Context, in.Previous, in.Task)},
+		{Role: llm.RoleUser, Content: pipeline.StepMessage(step, agent.Quote(in.Context), prev, agent.Quote(in.Task))},
 	}
 }
 

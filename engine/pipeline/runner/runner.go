@@ -25,6 +25,12 @@ import (
 // DefaultMaxIterations is seed 002's default limit of model calls per step.
 const DefaultMaxIterations = 50
 
+// MaxUnknownToolReplies bounds the replies that call a tool the step does
+// not offer: such a model rarely recovers, and would otherwise spend all of
+// max_iterations. The step then fails (and on_failure applies), as a
+// coordination step fails after max_enforcement_attempts.
+const MaxUnknownToolReplies = 3
+
 // Input is one step to run.
 type Input struct {
 	Graph pipeline.Graph
@@ -62,6 +68,8 @@ type State struct {
 	// Pending is the jump or call the model asked for; the step ends with it.
 	Pending *pipeline.Request `json:"pending,omitempty"`
 	Final   *Outcome          `json:"final,omitempty"`
+	// UnknownTools counts replies that called a tool not offered.
+	UnknownTools int `json:"unknown_tools,omitempty"`
 }
 
 // Outcome is how the step ended.
@@ -145,11 +153,22 @@ func (p *policy) Tools(_ *Transcript, files agent.Files) []tools.Spec {
 func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files agent.Files) (agent.Turn, error) {
 	var turn agent.Turn
 	var done *pipeline.Completion
+	unknown := ""
 	for _, c := range msg.ToolCalls {
-		turn.Results = append(turn.Results, p.call(t, c, files, &done))
+		res, known := p.call(t, c, files, &done)
+		if !known {
+			unknown = c.Name
+		}
+		turn.Results = append(turn.Results, res)
+	}
+	if unknown != "" {
+		t.State.UnknownTools++
 	}
 	var out *Outcome
 	switch {
+	case unknown != "" && t.State.UnknownTools >= MaxUnknownToolReplies && done == nil && t.State.Pending == nil:
+		out = &Outcome{Status: pipeline.Failed, Error: fmt.Sprintf("step %q called tools it does not offer (last %q) in %d replies", p.step.Name, unknown, t.State.UnknownTools)}
+		out.Summary = "failed: " + out.Error
 	case len(msg.ToolCalls) == 0 && t.State.Pending == nil:
 		out = &Outcome{Status: pipeline.Completed, Summary: strings.TrimSpace(msg.Content)}
 	case done != nil && done.Status == "fail":
@@ -182,8 +201,13 @@ func (p *policy) transfer(t *Transcript, text string) *Outcome {
 	return out
 }
 
-func (p *policy) call(t *Transcript, c llm.ToolCall, files agent.Files, done **pipeline.Completion) tools.Result {
+// call answers one tool call; known is false for a tool the step does not
+// offer.
+func (p *policy) call(t *Transcript, c llm.ToolCall, files agent.Files, done **pipeline.Completion) (res tools.Result, known bool) {
 	g, from := p.in.Graph, p.step.Name
+	if err := tools.CheckOmitted(c.Name, c.Arguments); err != nil {
+		return tools.Result{Content: err.Error(), IsError: true}, true
+	}
 	switch c.Name {
 	case pipeline.ToolComplete:
 		comp, err := pipeline.ParseComplete(c.Arguments)
@@ -191,17 +215,17 @@ func (p *policy) call(t *Transcript, c llm.ToolCall, files agent.Files, done **p
 			err = p.checkEvidence(comp.Evidence)
 		}
 		if err != nil {
-			return tools.Result{Content: err.Error(), IsError: true}
+			return tools.Result{Content: err.Error(), IsError: true}, true
 		}
 		*done = &comp
-		return tools.Result{Content: "Step finished with status " + comp.Status + "."}
+		return tools.Result{Content: "Step finished with status " + comp.Status + "."}, true
 	case pipeline.ToolJump, pipeline.ToolCall:
 		target, err := pipeline.ParseTarget(g, from, c.Name, c.Arguments)
 		if pending := t.State.Pending; err == nil && pending != nil {
 			err = fmt.Errorf("%s: this step already asked to %s to %q; finish the step now", c.Name, pending.Kind, pending.Target)
 		}
 		if err != nil {
-			return tools.Result{Content: err.Error(), IsError: true}
+			return tools.Result{Content: err.Error(), IsError: true}, true
 		}
 		kind := pipeline.KindJump
 		msg := "Step " + target + " runs next; this step ends now and does not resume."
@@ -210,12 +234,12 @@ func (p *policy) call(t *Transcript, c llm.ToolCall, files agent.Files, done **p
 			msg = "Step " + target + " runs now; you will resume here with its result."
 		}
 		t.State.Pending = &pipeline.Request{Kind: kind, Target: target}
-		return tools.Result{Content: msg}
+		return tools.Result{Content: msg}, true
 	}
 	if res, ok := files.Call(c); ok {
-		return res
+		return res, true
 	}
-	return tools.Result{Content: fmt.Sprintf("there is no tool %q in step %q", c.Name, from), IsError: true}
+	return tools.Result{Content: fmt.Sprintf("there is no tool %q in step %q; use only the tools offered", c.Name, from), IsError: true}, false
 }
 
 // checkEvidence refuses evidence that is not a file of the workspace, so

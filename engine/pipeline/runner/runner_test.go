@@ -117,3 +117,14 @@ func TestResumeRepeatsNoCompletedCall(t *testing.T) {
 	require.Equal(t, out.Status, again.Status)
 	require.Equal(t, 3, srv.Count())
 }
+
+// A model that keeps calling a tool the step does not offer fails the step
+// after MaxUnknownToolReplies replies instead of spending max_iterations.
+func TestUnknownToolsFailTheStep(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Call("run_shell", `{"cmd":"ls"}`))
+	out, _, err := Run(context.Background(), input(t, srv, "main"))
+	require.NoError(t, err)
+	require.Equal(t, pipeline.Failed, out.Status)
+	require.Contains(t, out.Error, `"run_shell"`)
+	require.Equal(t, MaxUnknownToolReplies, srv.Count())
+}
