@@ -21,6 +21,7 @@ import (
 type devFlags struct {
 	storage, db  string
 	port, uiPort int
+	egress       egressFlags
 }
 
 func (f *devFlags) add(cmd *cobra.Command) {
@@ -28,6 +29,7 @@ func (f *devFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.db, "db", filepath.Join(worker.DefaultStorage, "dev", "temporal.db"), "dev server database file (sessions survive restarts)")
 	cmd.Flags().IntVar(&f.port, "port", 7233, "Temporal gRPC port (a free one if taken)")
 	cmd.Flags().IntVar(&f.uiPort, "ui-port", 8233, "Web UI port (a free one if taken)")
+	f.egress.add(cmd, os.Getenv)
 }
 
 // devEnv is a running dev server plus an in-process worker.
@@ -52,6 +54,10 @@ func (e *devEnv) close() {
 
 // startDev starts the Temporal dev server from ./bin and a worker.
 func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, out io.Writer) (*devEnv, error) {
+	egress, err := f.egress.egress()
+	if err != nil {
+		return nil, err
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
@@ -84,7 +90,7 @@ func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, o
 		env.close()
 		return nil, err
 	}
-	env.worker = worker.New(env.client, worker.Options{Store: st, Namespace: env.server.Namespace, Models: models})
+	env.worker = worker.New(env.client, worker.Options{Store: st, Namespace: env.server.Namespace, Models: models, Egress: egress})
 	if err := env.worker.Start(); err != nil {
 		env.close()
 		return nil, err

@@ -18,16 +18,22 @@ func newWorkerCmd() *cobra.Command {
 	var storageURL string
 	var concurrency int
 	var cpuProfile string
+	var ef egressFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a Temporal worker that executes Conclave sessions",
 		Long: "Polls the task queue and runs Coordination workflows and agent steps.\n" +
 			"Model API keys are read from this process's environment (the variables the\n" +
-			"agents' configs name); they never enter workflow inputs or history.\n" +
+			"agents' configs name, if this worker allows them: see --allow-key-env); they\n" +
+			"never enter workflow inputs or history.\n" +
 			"SIGINT/SIGTERM stop it gracefully; unfinished steps resume on another worker.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			egress, err := ef.egress()
+			if err != nil {
+				return err
+			}
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
 				if err != nil {
@@ -49,7 +55,7 @@ func newWorkerCmd() *cobra.Command {
 				return fmt.Errorf("connect to Temporal at %s: %w", tf.address, err)
 			}
 			defer c.Close()
-			w := worker.New(c, worker.Options{TaskQueue: tf.taskQueue, Namespace: tf.namespace, Store: st, Concurrency: concurrency})
+			w := worker.New(c, worker.Options{TaskQueue: tf.taskQueue, Namespace: tf.namespace, Store: st, Concurrency: concurrency, Egress: egress})
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start the worker: %w", err)
 			}
@@ -62,6 +68,7 @@ func newWorkerCmd() *cobra.Command {
 		},
 	}
 	tf.add(cmd)
+	ef.add(cmd, os.Getenv)
 	cmd.Flags().StringVar(&storageURL, "storage", os.Getenv("CONCLAVE_STORAGE"), "session storage: directory, file:// or s3:// URL (env CONCLAVE_STORAGE; default ./.conclave)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 50, "maximum concurrent agent steps")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) to this file until the worker stops")
