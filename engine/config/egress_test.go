@@ -1,6 +1,9 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -101,5 +104,24 @@ func TestEgressCheck(t *testing.T) {
 			}
 			assert.ErrorContains(t, err, c.want)
 		})
+	}
+}
+
+// docs/security.md lists what the worker allows and refuses; it must not
+// fall behind the code.
+func TestEgressDocumented(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "security.md"))
+	require.NoError(t, err)
+	doc := string(data)
+	for _, name := range DefaultKeyEnvs() {
+		assert.Contains(t, doc, "`"+name+"`", "allowed by default")
+	}
+	for _, p := range deniedKeyEnvPrefixes {
+		assert.Contains(t, doc, "`"+p+"`", "denied prefix")
+	}
+	for _, name := range deniedKeyEnvs {
+		if !strings.HasSuffix(name, "_PROXY") {
+			assert.Contains(t, doc, "`"+name+"`", "denied name")
+		}
 	}
 }
