@@ -188,7 +188,7 @@ func TestStepEgress(t *testing.T) {
 		return p
 	}
 	for _, c := range []struct{ name, env, allowKeys, allowHosts, want string }{
-		{"infrastructure", "AWS_SECRET_ACCESS_KEY", "", "", "api_key_env AWS_SECRET_ACCESS_KEY is refused"},
+		{"infrastructure", "AWS_SECRET_ACCESS_KEY", "", "", "AWS_SECRET_ACCESS_KEY is a worker's infrastructure variable (AWS_*)"},
 		{"not allowed", "OTHER_TEST_KEY", "STEP_TEST_KEY", "", "--allow-key-env OTHER_TEST_KEY"},
 		{"host not allowed", "STEP_TEST_KEY", "STEP_TEST_KEY", "api.openai.com", "model host 127.0.0.1:"},
 		{"infrastructure allowed by env", "STEP_TEST_KEY", "AWS_SECRET_ACCESS_KEY", "", "AWS_* is the worker's infrastructure"},
