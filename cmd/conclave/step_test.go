@@ -32,6 +32,13 @@ func agentConfig(t *testing.T, dir, id, baseURL string) string {
 	return p
 }
 
+// setStepKey sets the key agentConfig's agents read, and allows its
+// variable as a worker's operator would: it is not a provider's.
+func setStepKey(t *testing.T) {
+	t.Setenv("STEP_TEST_KEY", "sk-test-not-a-secret")
+	t.Setenv(envAllowKeyEnv, "STEP_TEST_KEY")
+}
+
 func call(name, args string) llmtest.Reply {
 	return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_1", Name: name, Arguments: args}}}
 }
@@ -39,8 +46,7 @@ func call(name, args string) llmtest.Reply {
 // TestStepModeSeedLifecycle drives seed 000's three rounds with `conclave
 // step`, round by round, and checks `conclave session status` after each.
 func TestStepModeSeedLifecycle(t *testing.T) {
-	t.Setenv("STEP_TEST_KEY", "sk-test-not-a-secret")
-	t.Setenv(envAllowKeyEnv, "STEP_TEST_KEY")
+	setStepKey(t)
 	var round atomic.Int32
 	srv := llmtest.Start(t, llmtest.Func(func(r llmtest.Request) llmtest.Reply {
 		agent := strings.TrimPrefix(r.Model, "model-")
@@ -129,8 +135,7 @@ func TestStepModeSeedLifecycle(t *testing.T) {
 }
 
 func TestStepExitCodes(t *testing.T) {
-	t.Setenv("STEP_TEST_KEY", "sk-test-not-a-secret")
-	t.Setenv(envAllowKeyEnv, "STEP_TEST_KEY")
+	setStepKey(t)
 	srv := llmtest.Start(t, llmtest.Text("I refuse to use tools."))
 	dir := t.TempDir()
 	session := filepath.Join(dir, "session")
@@ -208,8 +213,7 @@ func TestStepEgress(t *testing.T) {
 // Step mode and session status work on a session stored in S3 (real MinIO).
 func TestStepModeOnS3(t *testing.T) {
 	minio := testenv.StartMinIO(t)
-	t.Setenv("STEP_TEST_KEY", "sk-test-not-a-secret")
-	t.Setenv(envAllowKeyEnv, "STEP_TEST_KEY")
+	setStepKey(t)
 	srv := llmtest.Start(t, llmtest.Func(func(r llmtest.Request) llmtest.Reply {
 		if n := len(r.Messages); r.Last().Role == "tool" && r.Messages[n-2].ToolCalls[0].Name == "write_file" {
 			return call("new_answer", `{"content":"answer with notes.md"}`)
