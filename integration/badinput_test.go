@@ -44,7 +44,7 @@ type badInput struct {
 	tool       string                                  // workspace
 	files      map[string]string                       // session
 	setup      func(t *testing.T, dir, outside string) // session
-	absent     string                                  // session: must not appear in the status output
+	absent     string                                  // session, workflow: must not appear in the output or error
 	want       string                                  // distinctive substring of the error / warning
 }
 
@@ -68,6 +68,7 @@ func TestBadInput(t *testing.T) {
 		{kind: biConfig, name: "api_key in backend", text: "agents:\n  - id: a\n    backend: {type: openai, model: m, api_key: sk-live-x}\n", want: "API keys do not belong in the config"},
 		{kind: biConfig, name: "api_key at top", text: agent + "api_key: sk-live-x\n", want: "API keys do not belong in the config"},
 		{kind: biConfig, name: "key value in api_key_env", text: "agents:\n  - id: a\n    backend: {type: openai, model: m, api_key_env: sk-abc123}\n", want: "api_key_env"},
+		{kind: biConfig, name: "infrastructure variable as api_key_env", text: "agents:\n  - id: a\n    backend: {type: openai, model: m, api_key_env: AWS_SECRET_ACCESS_KEY}\n", want: "AWS_SECRET_ACCESS_KEY is a worker's infrastructure variable"},
 		{kind: biConfig, name: "id with slash", text: "agents:\n  - id: a/b\n    backend: {type: openai, model: m}\n", want: "agents[0].id"},
 		{kind: biConfig, name: "id with dotdot", text: "agents:\n  - id: ../x\n    backend: {type: openai, model: m}\n", want: "agents[0].id"},
 		{kind: biConfig, name: "id starting with a dot", text: "agents:\n  - id: .hidden\n    backend: {type: openai, model: m}\n", want: "agents[0].id"},
@@ -101,6 +102,11 @@ func TestBadInput(t *testing.T) {
 		{kind: biWorkflow, name: "task is a number", text: `{"task":5,"config":` + agentJSON + `}`, want: "task"},
 		{kind: biWorkflow, name: "agents is a string", text: `{"task":"t","config":{"agents":"everyone"}}`, want: "agents"},
 		{kind: biWorkflow, name: "criteria is an object", text: `{"task":"t","eval_criteria":{"a":1},"config":` + agentJSON + `}`, want: "eval_criteria"},
+		{kind: biWorkflow, name: "misspelled session_id", text: `{"task":"t","sesion_id":"s","config":` + agentJSON + `}`, want: `unknown key "sesion_id" at the top level (did you mean "session_id"?)`},
+		{kind: biWorkflow, name: "misspelled orchestrator key", text: `{"task":"t","config":{"agents":[{"id":"a","backend":{"type":"openai","model":"m"}}],"orchestrator":{"fairnes_enabled":false}}}`, want: `unknown key "fairnes_enabled" in config.orchestrator (did you mean "fairness_enabled"?)`},
+		{kind: biWorkflow, name: "api_key in backend", text: `{"task":"t","config":{"agents":[{"id":"a","backend":{"type":"openai","model":"m","api_key":"sk-live-BADINPUT-1"}}]}}`, want: "config.agents[0].backend.api_key: API keys do not belong in the workflow input", absent: "sk-live-BADINPUT-1"},
+		{kind: biWorkflow, name: "codec key as api_key_env", text: `{"task":"t","config":{"agents":[{"id":"a","backend":{"type":"openai","model":"m","base_url":"http://127.0.0.1:1/v1","api_key_env":"CONCLAVE_CODEC_KEY"}}]}}`, want: "CONCLAVE_CODEC_KEY is a worker's infrastructure variable (CONCLAVE_*)"},
+		{kind: biWorkflow, name: "duplicate key", text: `{"task":"t","task":"u","config":` + agentJSON + `}`, want: "task: given more than once"},
 
 		// ---- session directories (`conclave session status`) ----
 		{kind: biSession, name: "corrupt answer", files: map[string]string{"agents/agent_b/001/answer.json": `{"answer": `}, want: "agents/agent_b/001/answer.json"},
@@ -207,6 +213,9 @@ func TestBadInput(t *testing.T) {
 				require.True(t, errors.As(err, &appErr), "%v", err)
 				require.True(t, appErr.NonRetryable(), "%v", err)
 				require.Contains(t, appErr.Error(), c.want)
+				if c.absent != "" {
+					require.NotContains(t, err.Error(), c.absent)
+				}
 				require.Equal(t, storeBefore, biSnapshot(t, storeDir), "a bad input changed the store")
 			case biSession:
 				dir, outside := t.TempDir(), t.TempDir()

@@ -251,9 +251,10 @@ func TestFaultFlakyModel(t *testing.T) {
 // history) must both say that the key in the named variable was rejected,
 // never the key itself.
 func TestFaultBadKeyFailsFast(t *testing.T) {
-	const envName = "CONCLAVE_FAULT_TEST_KEY"
+	const envName = "FAULT_TEST_KEY"
 	const key = "sk-fault-test-rejected-key"
 	t.Setenv(envName, key) // before the worker starts: it reads its own environment
+	t.Setenv("CONCLAVE_ALLOW_KEY_ENV", envName)
 	bin := conclaveBinary(t)
 	temporal := testenv.StartTemporal(t)
 	minio := testenv.StartMinIO(t)

@@ -24,10 +24,11 @@ import (
 	"github.com/conclave-ai/conclave/workflows"
 )
 
-// startWorker runs `conclave worker` in its own process group.
-func startWorker(t *testing.T, bin, address, storageURL string) *exec.Cmd {
+// startWorker runs `conclave worker` in its own process group, with extra
+// flags if given.
+func startWorker(t *testing.T, bin, address, storageURL string, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, "worker", "--address", address, "--storage", storageURL)
+	cmd := exec.Command(bin, append([]string{"worker", "--address", address, "--storage", storageURL}, extra...)...)
 	cmd.Env = os.Environ()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

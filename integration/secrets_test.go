@@ -19,6 +19,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -57,7 +58,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	_, err := rand.Read(b)
 	require.NoError(t, err)
 	secret := "sk-test-SECRET-" + hex.EncodeToString(b)
-	const envName = "CONCLAVE_SECRETS_TEST_KEY"
+	const envName = "SECRETS_TEST_KEY"
 	t.Setenv(envName, secret)
 
 	server := testenv.StartTemporal(t)
@@ -81,7 +82,9 @@ func TestSecretsNeverStored(t *testing.T) {
 	c, err := client.Dial(client.Options{HostPort: server.HostPort, Namespace: "default", Logger: logger})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	w := worker.New(c, worker.Options{Store: st, Namespace: "default"})
+	egress, err := config.NewEgress([]string{envName}, nil)
+	require.NoError(t, err)
+	w := worker.New(c, worker.Options{Store: st, Namespace: "default", Egress: egress})
 	require.NoError(t, w.Start())
 	var stopOnce sync.Once
 	stop := func() { stopOnce.Do(w.Stop) }

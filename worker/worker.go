@@ -34,8 +34,12 @@ type Options struct {
 	Namespace string
 	// Store is the root of all sessions.
 	Store storage.Store
-	// Models builds agents' models; nil reads keys from the environment.
+	// Models builds agents' models; nil reads keys from the environment
+	// within Egress (EgressModels).
 	Models activities.ModelFactory
+	// Egress is which key variables and model hosts sessions may use; the
+	// zero value allows the providers' key variables and any host.
+	Egress config.Egress
 	// Concurrency caps concurrent activities (agent steps); 0 is 50.
 	Concurrency int
 	// HeartbeatEvery overrides the agent-step heartbeat period.
@@ -53,7 +57,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		o.Concurrency = 50
 	}
 	if o.Models == nil {
-		o.Models = EnvModels
+		o.Models = EgressModels(o.Egress)
 	}
 	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: o.Concurrency,
@@ -76,9 +80,23 @@ func New(c client.Client, o Options) sdkworker.Worker {
 }
 
 // EnvModels builds models with keys from this process's environment: keys
-// live only on workers, never in workflow inputs or history.
+// live only on workers, never in workflow inputs or history. It applies the
+// default egress rule (EgressModels with a zero config.Egress).
 func EnvModels(cfg *config.Config, agent *config.Agent) (llm.Model, error) {
-	return step.NewModel(cfg, agent, os.Getenv)
+	return EgressModels(config.Egress{})(cfg, agent)
+}
+
+// EgressModels builds models with keys from this process's environment,
+// refusing a backend whose key variable or host e does not allow before
+// any variable is read: the session's config comes from whoever started
+// it, the worker decides which of its secrets leave it, and where to.
+func EgressModels(e config.Egress) activities.ModelFactory {
+	return func(cfg *config.Config, agent *config.Agent) (llm.Model, error) {
+		if err := e.Check(agent.Backend, os.Getenv); err != nil {
+			return nil, fmt.Errorf("agent %s: %w", agent.ID, err)
+		}
+		return step.NewModel(cfg, agent, os.Getenv)
+	}
 }
 
 // OpenStorage opens a storage URL, or the default directory when empty.

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
@@ -221,4 +223,56 @@ func TestDecompositionStop(t *testing.T) {
 			require.Equal(t, coord.StateStopped, h.lastStatus().Agents[a].State)
 		})
 	}
+}
+
+// A hand-written JSON input is held to the YAML config's rules: an unknown
+// key, a repeated key or an API key fails the session at once, naming the
+// key (never the API key's value), before any activity runs.
+func TestStrictJSONInput(t *testing.T) {
+	agent := `{"id":"agent_a","backend":{"type":"openai","model":"m"}}`
+	for _, tc := range []struct{ name, input, want string }{
+		{"misspelled session_id", `{"task":"t","sesion_id":"s1","config":{"agents":[` + agent + `]}}`,
+			`unknown key "sesion_id" at the top level (did you mean "session_id"?)`},
+		{"misspelled orchestrator key", `{"task":"t","config":{"agents":[` + agent + `],"orchestrator":{"fairnes_enabled":false}}}`,
+			`unknown key "fairnes_enabled" in config.orchestrator (did you mean "fairness_enabled"?)`},
+		{"api_key in a backend", `{"task":"t","config":{"agents":[{"id":"agent_a","backend":{"model":"m","api_key":"sk-live-SECRET-1"}}]}}`,
+			"config.agents[0].backend.api_key: API keys do not belong in the workflow input"},
+		{"duplicate key", `{"task":"t","config":{"agents":[` + agent + `],"agents":[]}}`,
+			"config.agents: given more than once"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.env.ExecuteWorkflow(contract.CoordinationName, json.RawMessage(tc.input))
+			err := h.env.GetWorkflowError()
+			require.Error(t, err)
+			app := appError(t, err)
+			require.Equal(t, "InvalidInput", app.Type())
+			require.True(t, app.NonRetryable())
+			require.Contains(t, err.Error(), tc.want)
+			require.NotContains(t, err.Error(), "SECRET")
+			require.Zero(t, h.inits)
+		})
+	}
+}
+
+// The workflow's own continue-as-new input, state included, passes the
+// strict decoding it goes through.
+func TestCarriedInputDecodesStrictly(t *testing.T) {
+	in := input(testConfig(a, b))
+	in.EvalCriteria = []string{"c"}
+	in.State = &CarriedState{
+		Ledger: coord.Ledger{Agents: []coord.Agent{
+			{ID: a, LatestStep: 2, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionVote,
+				Vote: &coord.Vote{Voter: a, Target: b, SeenSteps: map[string]int{a: 1, b: 1}}},
+			{ID: b, LatestStep: 1, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionNewAnswer},
+		}},
+		AnswerOrder: []string{a, b}, Revote: []string{a}, RevoteTally: map[string]int{"agent1": 1},
+		StartedAt: time.Unix(1, 0).UTC(), Deadline: time.Unix(2, 0).UTC(), Session: "s1", LastError: "e",
+	}
+	data, err := json.Marshal(in)
+	require.NoError(t, err)
+	var back CoordinationInput
+	require.NoError(t, json.Unmarshal(data, &back))
+	require.Empty(t, back.decodeErr)
+	require.Equal(t, in.State, back.State)
 }

@@ -44,17 +44,31 @@ type CoordinationInput struct {
 	decodeErr string
 }
 
-// UnmarshalJSON decodes the input; a JSON value of the wrong type is
-// reported by normalize as a non-retryable error naming the field.
+// UnmarshalJSON decodes the input strictly (config.CheckJSON: unknown and
+// repeated keys, api_key); those problems and a JSON value of the wrong
+// type are reported by normalize as a non-retryable error naming the field.
 func (in *CoordinationInput) UnmarshalJSON(data []byte) error {
 	type plain CoordinationInput // drops this method, avoiding recursion
 	var p plain
-	if err := json.Unmarshal(data, &p); err != nil {
-		*in = CoordinationInput{decodeErr: describeDecodeError(err)}
+	if err := strictUnmarshal(data, &p); err != "" {
+		*in = CoordinationInput{decodeErr: err}
 		return nil
 	}
 	*in = CoordinationInput(p)
 	return nil
+}
+
+// strictUnmarshal decodes data into v, which must be a pointer, and says
+// what is wrong with it: every key config.CheckJSON refuses, or else the
+// decoding error. "" means v holds the input.
+func strictUnmarshal(data []byte, v any) string {
+	if problems := config.CheckJSON(data, reflect.TypeOf(v)); len(problems) > 0 {
+		return strings.Join(problems, "; ")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return describeDecodeError(err)
+	}
+	return ""
 }
 
 func describeDecodeError(err error) string {

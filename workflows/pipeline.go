@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -37,13 +36,14 @@ type PipelineInput struct {
 	decodeErr string
 }
 
-// UnmarshalJSON decodes the input, keeping a decoding error for the
-// workflow to report instead of failing its task over and over.
+// UnmarshalJSON decodes the input strictly, as CoordinationInput's does,
+// keeping what is wrong for the workflow to report instead of failing its
+// task over and over.
 func (in *PipelineInput) UnmarshalJSON(data []byte) error {
 	type plain PipelineInput
 	var p plain
-	if err := json.Unmarshal(data, &p); err != nil {
-		*in = PipelineInput{decodeErr: describeDecodeError(err)}
+	if err := strictUnmarshal(data, &p); err != "" {
+		*in = PipelineInput{decodeErr: err}
 		return nil
 	}
 	*in = PipelineInput(p)

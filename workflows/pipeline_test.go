@@ -315,6 +315,11 @@ func TestPipelineBadInputTable(t *testing.T) {
 		{"coordination with bad team", `{"input":"x","definition":{"graph":{"start":"a","steps":[{"name":"a","prompt":"A","kind":"coordination","team":{"agents":[]}}]}}}`, "team: "},
 		{"resume from itself", `{"input":"x","resume_from":"default-test-workflow-id","definition":{"graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, "resume_from"},
 		{"negative heartbeat", `{"input":"x","step_heartbeat_seconds":-5,"definition":{"graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, "step_heartbeat_seconds"},
+		{"misspelled key", `{"input":"x","resum_from":"r","definition":{"graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, `unknown key "resum_from" at the top level (did you mean "resume_from"?)`},
+		{"misspelled step key", `{"input":"x","definition":{"graph":{"start":"a","steps":[{"name":"a","promt":"A"}]},` + backend + `}}`, `unknown key "promt" in definition.graph.steps[0]`},
+		{"api_key in the backend", `{"input":"x","definition":{"graph":{"start":"a","steps":[` + step + `]},"backend":{"type":"openai","model":"m","api_key":"sk-live-x"}}}`, "definition.backend.api_key: API keys do not belong"},
+		{"api_key in a team", `{"input":"x","definition":{"graph":{"start":"a","steps":[{"name":"a","prompt":"A","kind":"coordination","team":{"agents":[{"id":"t","backend":{"model":"m","api_key":"sk-live-x"}}]}}]}}}`, "team.agents[0].backend.api_key: API keys"},
+		{"duplicate key", `{"input":"x","input":"y","definition":{"graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, "input: given more than once"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := quietSuite().NewTestWorkflowEnvironment()
@@ -327,6 +332,7 @@ func TestPipelineBadInputTable(t *testing.T) {
 			require.True(t, errors.As(err, &app), "%v", err)
 			require.Equal(t, "InvalidInput", app.Type())
 			require.Contains(t, err.Error(), tc.want)
+			require.NotContains(t, err.Error(), "sk-live-x")
 		})
 	}
 }

@@ -25,6 +25,7 @@ type devFlags struct {
 	storage, db  string
 	port, uiPort int
 	log          logFlags
+	egress       egressFlags
 }
 
 func (f *devFlags) add(cmd *cobra.Command) {
@@ -35,6 +36,7 @@ func (f *devFlags) add(cmd *cobra.Command) {
 	// Warnings only by default: the worker shares the terminal with the
 	// session's progress.
 	f.log.add(cmd, "warn")
+	f.egress.add(cmd, os.Getenv)
 }
 
 // devEnv is a running dev server plus an in-process worker.
@@ -59,6 +61,10 @@ func (e *devEnv) close() {
 
 // startDev starts the Temporal dev server from ./bin and a worker.
 func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, out io.Writer) (*devEnv, error) {
+	egress, err := f.egress.egress()
+	if err != nil {
+		return nil, err
+	}
 	logger, err := f.log.logger(os.Stderr)
 	if err != nil {
 		return nil, err
@@ -96,7 +102,7 @@ func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, o
 		env.close()
 		return nil, err
 	}
-	env.worker = worker.New(env.client, worker.Options{Store: st, Namespace: env.server.Namespace, Models: models})
+	env.worker = worker.New(env.client, worker.Options{Store: st, Namespace: env.server.Namespace, Models: models, Egress: egress})
 	if err := env.worker.Start(); err != nil {
 		env.close()
 		return nil, err

@@ -78,6 +78,13 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stder
 	if err != nil {
 		return nil, err
 	}
+	egress, err := egressFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if err := egress.Check(agent.Backend, getenv); err != nil {
+		return nil, err
+	}
 	model, err := step.NewModel(cfg, agent, getenv)
 	if err != nil {
 		return nil, err

@@ -26,10 +26,17 @@ func agentConfig(t *testing.T, dir, id, baseURL string) string {
     type: openai
     model: model-%s
     base_url: %s
-    api_key_env: CONCLAVE_TEST_KEY
+    api_key_env: STEP_TEST_KEY
 `, id, id, baseURL)
 	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 	return p
+}
+
+// setStepKey sets the key agentConfig's agents read, and allows its
+// variable as a worker's operator would: it is not a provider's.
+func setStepKey(t *testing.T) {
+	t.Setenv("STEP_TEST_KEY", "sk-test-not-a-secret")
+	t.Setenv(envAllowKeyEnv, "STEP_TEST_KEY")
 }
 
 func call(name, args string) llmtest.Reply {
@@ -39,7 +46,7 @@ func call(name, args string) llmtest.Reply {
 // TestStepModeSeedLifecycle drives seed 000's three rounds with `conclave
 // step`, round by round, and checks `conclave session status` after each.
 func TestStepModeSeedLifecycle(t *testing.T) {
-	t.Setenv("CONCLAVE_TEST_KEY", "sk-test-not-a-secret")
+	setStepKey(t)
 	var round atomic.Int32
 	srv := llmtest.Start(t, llmtest.Func(func(r llmtest.Request) llmtest.Reply {
 		agent := strings.TrimPrefix(r.Model, "model-")
@@ -128,7 +135,7 @@ func TestStepModeSeedLifecycle(t *testing.T) {
 }
 
 func TestStepExitCodes(t *testing.T) {
-	t.Setenv("CONCLAVE_TEST_KEY", "sk-test-not-a-secret")
+	setStepKey(t)
 	srv := llmtest.Start(t, llmtest.Text("I refuse to use tools."))
 	dir := t.TempDir()
 	session := filepath.Join(dir, "session")
@@ -162,17 +169,51 @@ func TestStepExitCodes(t *testing.T) {
 
 	// Without a base_url the default endpoint needs a key; none is set.
 	noURL := filepath.Join(dir, "openai.yaml")
-	require.NoError(t, os.WriteFile(noURL, []byte("agent:\n  id: agent_a\n  backend: {type: openai, model: m, api_key_env: CONCLAVE_TEST_KEY}\n"), 0o644))
-	t.Setenv("CONCLAVE_TEST_KEY", "")
+	require.NoError(t, os.WriteFile(noURL, []byte("agent:\n  id: agent_a\n  backend: {type: openai, model: m, api_key_env: STEP_TEST_KEY}\n"), 0o644))
+	t.Setenv("STEP_TEST_KEY", "")
 	code, _, errs = runCLI(t, "step", "--session-dir", session, "--config", noURL, "--automation", "task")
 	require.Equal(t, 1, code)
-	require.Contains(t, errs, "CONCLAVE_TEST_KEY")
+	require.Contains(t, errs, "STEP_TEST_KEY")
+}
+
+// Step mode applies the worker's egress rule: a config cannot have the
+// model's key read from an infrastructure variable, a variable nobody
+// allowed, or sent to a host outside the allowed list.
+func TestStepEgress(t *testing.T) {
+	const secret = "aws-secret-not-for-models"
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
+	t.Setenv("OTHER_TEST_KEY", secret)
+	t.Setenv("STEP_TEST_KEY", "sk-test-not-a-secret")
+	srv := llmtest.Start(t, llmtest.Text("no tools"))
+	dir := t.TempDir()
+	write := func(name, env string) string {
+		p := filepath.Join(dir, name+".yaml")
+		body := fmt.Sprintf("agent:\n  id: agent_a\n  backend: {type: openai, model: m, base_url: %s, api_key_env: %s}\n", srv.URL(), env)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	for _, c := range []struct{ name, env, allowKeys, allowHosts, want string }{
+		{"infrastructure", "AWS_SECRET_ACCESS_KEY", "", "", "AWS_SECRET_ACCESS_KEY is a worker's infrastructure variable (AWS_*)"},
+		{"not allowed", "OTHER_TEST_KEY", "STEP_TEST_KEY", "", "--allow-key-env OTHER_TEST_KEY"},
+		{"host not allowed", "STEP_TEST_KEY", "STEP_TEST_KEY", "api.openai.com", "model host 127.0.0.1:"},
+		{"infrastructure allowed by env", "STEP_TEST_KEY", "AWS_SECRET_ACCESS_KEY", "", "AWS_* is the worker's infrastructure"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(envAllowKeyEnv, c.allowKeys)
+			t.Setenv(envAllowModelHosts, c.allowHosts)
+			code, _, errs := runCLI(t, "step", "--session-dir", filepath.Join(dir, "s"), "--config", write(c.name, c.env), "--automation", "task")
+			require.Equal(t, 1, code, errs)
+			require.Contains(t, errs, c.want)
+			require.NotContains(t, errs, secret)
+		})
+	}
+	require.Empty(t, srv.Requests(), "a refused backend must not be called")
 }
 
 // Step mode and session status work on a session stored in S3 (real MinIO).
 func TestStepModeOnS3(t *testing.T) {
 	minio := testenv.StartMinIO(t)
-	t.Setenv("CONCLAVE_TEST_KEY", "sk-test-not-a-secret")
+	setStepKey(t)
 	srv := llmtest.Start(t, llmtest.Func(func(r llmtest.Request) llmtest.Reply {
 		if n := len(r.Messages); r.Last().Role == "tool" && r.Messages[n-2].ToolCalls[0].Name == "write_file" {
 			return call("new_answer", `{"content":"answer with notes.md"}`)

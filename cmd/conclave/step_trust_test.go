@@ -13,7 +13,7 @@ import (
 // A session that cannot be read, or whose agent folder cannot be written,
 // is bad input (exit 1), found before any model call is paid for.
 func TestStepRefusesAnUnusableSessionBeforeAnyModelCall(t *testing.T) {
-	t.Setenv("CONCLAVE_TEST_KEY", "sk-test-not-a-secret")
+	setStepKey(t)
 	srv := llmtest.Start(t, llmtest.Call("new_answer", `{"content":"A1"}`))
 	dir := t.TempDir()
 	cfg := agentConfig(t, dir, "agent_a", srv.URL())
@@ -46,7 +46,7 @@ func TestStepRefusesAnUnusableSessionBeforeAnyModelCall(t *testing.T) {
 // the same inputs: an identical relaunch continues the checkpoint (the call
 // that returned is not paid for again), one with a changed task starts fresh.
 func TestStepRelaunchResumesOnlyTheSameInputs(t *testing.T) {
-	t.Setenv("CONCLAVE_TEST_KEY", "sk-test-not-a-secret")
+	setStepKey(t)
 	for name, task := range map[string]string{"identical": "old task", "changed task": "new task"} {
 		t.Run(name, func(t *testing.T) {
 			srv := llmtest.Start(t,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -180,6 +181,9 @@ func printValidation(out io.Writer, path string, v validation) {
 				need := "optional"
 				if b.KeyRequired {
 					need = "required"
+				}
+				if !slices.Contains(config.DefaultKeyEnvs(), b.APIKeyEnv) {
+					state += "; not a provider's variable: workers need --allow-key-env " + b.APIKeyEnv
 				}
 				key = fmt.Sprintf("key $%s (%s, %s)", b.APIKeyEnv, need, state)
 			}

@@ -55,6 +55,7 @@ func TestValidateReportsEverything(t *testing.T) {
 	}
 	bad := write("bad.yaml", "agents:\n  - id: a\n    backend: {type: gemini, model: m, colour: red, temperature: 7}\n  - id: b\n    backend: {type: claude_code, model: sonnet}\n")
 	warned := write("warned.yaml", "agent:\n  id: a\n  backend: {type: grok, model: grok-4, enable_web_search: true}\nui: {display_type: simple}\n")
+	custom := write("custom.yaml", "agent:\n  id: a\n  backend: {type: chatcompletion, model: m, base_url: \"http://127.0.0.1:11434/v1\", api_key_env: OLLAMA_API_KEY}\n")
 	tests := []struct {
 		name string
 		args []string
@@ -63,6 +64,7 @@ func TestValidateReportsEverything(t *testing.T) {
 	}{
 		{"all errors at once", []string{"--config", bad}, 1, []string{`unknown key "colour"`, "temperature: 7 is out of range", `backend type "claude_code" is not supported`}},
 		{"warnings pass", []string{"--config", warned}, 0, []string{"warning: agent.backend.enable_web_search", "note: ui", "https://api.x.ai/v1", "key $XAI_API_KEY (required"}},
+		{"custom key variable", []string{"--config", custom}, 0, []string{"key $OLLAMA_API_KEY (optional, not set here; not a provider's variable: workers need --allow-key-env OLLAMA_API_KEY)"}},
 		{"strict refuses warnings", []string{"--config", warned, "--strict"}, 1, []string{"enable_web_search", "(--strict)"}},
 		{"missing file", []string{"--config", filepath.Join(dir, "none.yaml")}, 1, []string{"read config"}},
 	}

@@ -23,16 +23,22 @@ func newWorkerCmd() *cobra.Command {
 	var storageURL string
 	var concurrency int
 	var cpuProfile, metricsListen string
+	var ef egressFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a Temporal worker that executes Conclave sessions",
 		Long: "Polls the task queue and runs Coordination workflows and agent steps.\n" +
 			"Model API keys are read from this process's environment (the variables the\n" +
-			"agents' configs name); they never enter workflow inputs or history.\n" +
+			"agents' configs name, if this worker allows them: see --allow-key-env); they\n" +
+			"never enter workflow inputs or history.\n" +
 			"SIGINT/SIGTERM stop it gracefully; unfinished steps resume on another worker.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			egress, err := ef.egress()
+			if err != nil {
+				return err
+			}
 			logger, err := lf.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -77,7 +83,8 @@ func newWorkerCmd() *cobra.Command {
 				return err
 			}
 			w := worker.New(c, worker.Options{TaskQueue: tf.taskQueue, Namespace: tf.namespace, Store: st, Concurrency: concurrency,
-				Models:       activities.ModelFactory(tel.Models(telemetry.ModelFactory(worker.EnvModels))),
+				Egress:       egress,
+				Models:       activities.ModelFactory(tel.Models(telemetry.ModelFactory(worker.EgressModels(egress)))),
 				Interceptors: []interceptor.WorkerInterceptor{tel.Interceptor()}})
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start the worker: %w", err)
@@ -94,6 +101,7 @@ func newWorkerCmd() *cobra.Command {
 	}
 	tf.add(cmd)
 	lf.add(cmd, "info")
+	ef.add(cmd, os.Getenv)
 	cmd.Flags().StringVar(&storageURL, "storage", os.Getenv("CONCLAVE_STORAGE"), "session storage: directory, file:// or s3:// URL (env CONCLAVE_STORAGE; default ./.conclave)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 50, "maximum concurrent agent steps")
 	cmd.Flags().StringVar(&metricsListen, "metrics-listen", os.Getenv("CONCLAVE_METRICS_LISTEN"),

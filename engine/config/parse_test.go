@@ -200,6 +200,7 @@ func TestParseBad(t *testing.T) {
 		{"zero timeout", agentA + "orchestrator: {orchestrator_timeout_seconds: 0}\n", []string{"orchestrator.orchestrator_timeout_seconds: 0 is out of range"}, ""},
 		{"presenter unknown", agentA + "orchestrator:\n  presenter: agent_z\n", []string{`config.yaml:6: orchestrator.presenter: "agent_z" is not an agent; use one of: agent_a`}, ""},
 		{"bad api_key_env", "agents:\n  - id: a\n    backend:\n      model: m\n      api_key_env: sk-proj-abc123\n", []string{"config.yaml:5: agents[0].backend.api_key_env: must be the name of an environment variable"}, "sk-proj-abc123"},
+		{"infrastructure api_key_env", "agents:\n  - id: a\n    backend:\n      model: m\n      api_key_env: CONCLAVE_CODEC_KEY\n", []string{"config.yaml:5: agents[0].backend.api_key_env: CONCLAVE_CODEC_KEY is a worker's infrastructure variable (CONCLAVE_*)"}, ""},
 		{"base_url with credentials", "agents:\n  - id: a\n    backend:\n      model: m\n      base_url: https://u:hunter2@example.com/v1\n", []string{"config.yaml:5: agents[0].backend.base_url: must not contain a user or password"}, "hunter2"},
 		{"base_url not http", "agent: {id: a, backend: {model: m, base_url: localhost:8000}}\n", []string{"agent.backend.base_url: must be an http:// or https:// URL"}, ""},
 		{"temperature out of range", "agents:\n  - id: a\n    backend: {model: m, temperature: 2.5}\n", []string{"config.yaml:3: agents[0].backend.temperature: 2.5 is out of range; use a number from 0 to 2"}, ""},

@@ -146,6 +146,10 @@ func (v *validator) backend(bp string, b *Backend) {
 		if !envPattern.MatchString(b.APIKeyEnv) {
 			// The value is not echoed: it may be a key pasted into the wrong field.
 			v.add(bp+".api_key_env", "must be the name of an environment variable in upper case, e.g. OPENAI_API_KEY, not the key itself")
+		} else if rule, denied := DeniedKeyEnv(b.APIKeyEnv); denied {
+			// No worker would send it (Egress); saying so here stops the
+			// session before it starts.
+			v.add(bp+".api_key_env", fmt.Sprintf("%s is a worker's infrastructure variable (%s), never sent to a model; name the variable that holds the model's key, e.g. OPENAI_API_KEY", b.APIKeyEnv, rule))
 		}
 	}
 	if t := b.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
