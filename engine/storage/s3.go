@@ -147,6 +147,32 @@ func (s *S3) Put(ctx context.Context, key string, data []byte) error {
 	return nil
 }
 
+// Create uploads data only if the key does not exist yet: a conditional
+// PUT with If-None-Match: *, which AWS S3 and MinIO evaluate atomically.
+// 412 Precondition Failed means another writer was first (ErrExists); a
+// 409 ConditionalRequestConflict (a racing conditional write still in
+// flight) is returned as a plain error, to be retried.
+func (s *S3) Create(ctx context.Context, key string, data []byte) error {
+	if err := ValidKey(key); err != nil {
+		return err
+	}
+	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(s.prefix + key),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+		IfNoneMatch:   aws.String("*"),
+	})
+	var resp *smithyhttp.ResponseError
+	if errors.As(err, &resp) && resp.HTTPStatusCode() == http.StatusPreconditionFailed {
+		return fmt.Errorf("storage: create %q in %s: %w", key, s.Location(), ErrExists)
+	}
+	if err != nil {
+		return s.wrap("create", key, err)
+	}
+	return nil
+}
+
 // Get downloads key, mapping NoSuchKey and 404 to ErrNotFound.
 func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := ValidKey(key); err != nil {
