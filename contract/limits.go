@@ -23,6 +23,20 @@ const (
 	MaxSessionIDBytes = 200
 )
 
+// Limits on what a coordination session may start with (docs/temporal.md,
+// "Limits"). The start input carries the task once and InitSession's input
+// once more; with them under these bounds both payloads stay below
+// Temporal's 2 MiB payload limit, and the steps carry only references.
+const (
+	// MaxTaskBytes bounds the task.
+	MaxTaskBytes = 1536 << 10
+	// MaxConfigBytes bounds the JSON of the config and criteria together.
+	MaxConfigBytes = 256 << 10
+	// MaxAgents bounds the team: every status snapshot, status.json write
+	// and continue-as-new carries one ledger entry per agent.
+	MaxAgents = 64
+)
+
 // Preview shortens text for workflow history and the Web UI.
 func Preview(s string) string {
 	p, cut := Truncate(s, PreviewChars)

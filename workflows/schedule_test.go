@@ -103,13 +103,13 @@ func TestHumanInputJSON(t *testing.T) {
 func TestNormalize(t *testing.T) {
 	in := CoordinationInput{Task: "t", Config: testConfig(a)}
 	in.Config.Orchestrator.Scheduling = ""
-	require.NoError(t, normalize(&in, "wf-1"))
+	require.NoError(t, normalize(&in, "wf-1", true))
 	require.Equal(t, "wf-1", in.SessionID)
 	require.Equal(t, config.SchedulingAsync, in.Config.Orchestrator.Scheduling)
 
 	var decoded CoordinationInput
 	require.NoError(t, json.Unmarshal([]byte(`{"task":"t","config":{"agents":[{"id":"agent_a","backend":{"model":"m"}}]},"session_id":"s"}`), &decoded))
-	require.NoError(t, normalize(&decoded, "wf"))
+	require.NoError(t, normalize(&decoded, "wf", true))
 	require.Equal(t, "s", decoded.SessionID)
 	require.Equal(t, 1800, decoded.Config.Orchestrator.OrchestratorTimeoutSeconds, "absent settings take their defaults")
 }

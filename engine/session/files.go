@@ -8,6 +8,18 @@ type Info struct {
 	Agents    []string  `json:"agents"`
 	Mode      string    `json:"mode"`
 	CreatedAt time.Time `json:"created_at"`
+	// Owner is the workflow the session belongs to; absent in step mode
+	// and in sessions created before sessions had owners.
+	Owner *Owner `json:"owner,omitempty"`
+	// InputsHash is InputsHash of the task, config.json and
+	// eval_criteria.json the session was created with.
+	InputsHash string `json:"inputs_hash,omitempty"`
+}
+
+// Owner is the workflow run chain a session belongs to (contract.Owner).
+type Owner struct {
+	WorkflowID string `json:"workflow_id"`
+	FirstRunID string `json:"first_run_id"`
 }
 
 // AnswerFile is answer.json exactly as seed 000 defines it.

@@ -1,0 +1,142 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/storage"
+)
+
+// ConfigKey is where a Temporal session stores its config (defaults
+// applied, no secrets), so steps load it instead of carrying it.
+const ConfigKey = "config.json"
+
+// Create stores session.json only if the session does not exist yet: of
+// two workflows creating one session exactly one succeeds. The error of
+// the other wraps storage.ErrExists.
+func Create(ctx context.Context, st storage.Store, info Info) error {
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", InfoKey, err)
+	}
+	if err := st.Create(ctx, InfoKey, append(data, '\n')); err != nil {
+		return fmt.Errorf("create %s: %w", InfoKey, err)
+	}
+	return nil
+}
+
+// ReadInfo reads session.json; a missing one wraps storage.ErrNotFound.
+func ReadInfo(ctx context.Context, st storage.Store) (*Info, error) {
+	var info Info
+	if err := ReadJSON(ctx, st, InfoKey, &info); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("read %s in %s: %w", InfoKey, st.Location(), err)
+	}
+	return &info, nil
+}
+
+// InputsHash identifies a session's inputs as stored: the task, the bytes
+// of config.json and of eval_criteria.json (nil when there is none). Each
+// part is length-prefixed, so no two different inputs share an encoding.
+func InputsHash(task string, config, criteria []byte) string {
+	h := sha256.New()
+	for _, b := range [][]byte{[]byte(task), config, criteria} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Inputs are what every step of a Temporal session runs on, stored once
+// by InitSession: the task in session.json, the config in config.json, the
+// criteria in eval_criteria.json.
+type Inputs struct {
+	Task     string
+	Config   config.Config
+	Criteria []string
+	Hash     string
+}
+
+// EncodedInputs are a session's inputs as they will be stored.
+type EncodedInputs struct {
+	config, criteria []byte
+	Hash             string
+}
+
+// EncodeInputs encodes the inputs and computes their InputsHash, which
+// session.json records before the files are written.
+func EncodeInputs(task string, cfg *config.Config, criteria []string) (*EncodedInputs, error) {
+	e := &EncodedInputs{}
+	var err error
+	if e.config, err = json.MarshalIndent(cfg, "", "  "); err != nil {
+		return nil, fmt.Errorf("encode %s: %w", ConfigKey, err)
+	}
+	e.config = append(e.config, '\n')
+	if len(criteria) > 0 {
+		if e.criteria, err = json.MarshalIndent(criteria, "", "  "); err != nil {
+			return nil, fmt.Errorf("encode %s: %w", EvalCriteriaKey, err)
+		}
+		e.criteria = append(e.criteria, '\n')
+	}
+	e.Hash = InputsHash(task, e.config, e.criteria)
+	return e, nil
+}
+
+// Write stores config.json and eval_criteria.json (the task is in
+// session.json). Rewriting them is harmless: they are the same bytes.
+func (e *EncodedInputs) Write(ctx context.Context, st storage.Store) error {
+	if err := st.Put(ctx, ConfigKey, e.config); err != nil {
+		return fmt.Errorf("write %s: %w", ConfigKey, err)
+	}
+	if e.criteria != nil {
+		if err := st.Put(ctx, EvalCriteriaKey, e.criteria); err != nil {
+			return fmt.Errorf("write %s: %w", EvalCriteriaKey, err)
+		}
+	}
+	return nil
+}
+
+// ErrInputsChanged is wrapped by LoadInputs when the stored inputs are not
+// the ones the session was started with.
+var ErrInputsChanged = errors.New("the session's stored task, config or criteria are not the ones it was started with")
+
+// LoadInputs reads the inputs of the session described by info and checks
+// them against want (the hash the workflow holds) and info's own hash.
+func LoadInputs(ctx context.Context, st storage.Store, info *Info, want string) (*Inputs, error) {
+	cfgData, err := st.Get(ctx, ConfigKey)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", ConfigKey, err)
+	}
+	critData, err := st.Get(ctx, EvalCriteriaKey)
+	if errors.Is(err, storage.ErrNotFound) {
+		critData, err = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", EvalCriteriaKey, err)
+	}
+	got := InputsHash(info.Task, cfgData, critData)
+	if got != want || got != info.InputsHash {
+		return nil, fmt.Errorf("%w: they hash to %s, the workflow expects %s and session.json records %s; start a new session",
+			ErrInputsChanged, got, want, info.InputsHash)
+	}
+	in := &Inputs{Task: info.Task, Criteria: []string{}, Hash: got}
+	if err := json.Unmarshal(cfgData, &in.Config); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInputsChanged, ConfigKey, err)
+	}
+	if critData != nil {
+		if in.Criteria, err = config.ParseCriteria(critData, EvalCriteriaKey); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInputsChanged, err)
+		}
+	}
+	return in, nil
+}
