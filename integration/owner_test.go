@@ -25,7 +25,7 @@ import (
 )
 
 // taskModel answers with the task's marker word (TASK-ONE → "answer to
-// ONE"), votes for agent1 and presents what it was shown, so an answer
+// ONE"), votes for the lowest anonymous id with an answer and presents what it was shown, so an answer
 // that crosses sessions is visible in the final answer.
 func taskModel(r llmtest.Request) llmtest.Reply {
 	word := "?"
@@ -37,8 +37,14 @@ func taskModel(r llmtest.Request) llmtest.Reply {
 	switch {
 	case strings.Contains(r.Messages[0].Content, "present the final answer"):
 		return call("new_answer", map[string]string{"content": "FINAL for " + word + ": " + lastAnswerShown(r)})
-	case r.HasTool("vote") && r.Contains("<agent1."):
-		return call("vote", map[string]string{"agent_id": "agent1", "reason": "fine"})
+	case r.HasTool("vote"):
+		// The lowest anonymous id with an answer: agent1 once it answered.
+		for _, id := range []string{"agent1", "agent2", "agent3", "agent4"} {
+			if r.Contains("<" + id + ".") {
+				return call("vote", map[string]string{"agent_id": id, "reason": "fine"})
+			}
+		}
+		fallthrough
 	default:
 		return call("new_answer", map[string]string{"content": "answer to " + word + " by " + agentOf(r.Model)})
 	}
