@@ -171,3 +171,11 @@ func inputs(ctx context.Context, st storage.Store, info *session.Info, hash, tas
 	}
 	return in, err
 }
+
+// ownerName is step.Options.Owner: "" for inputs without an owner.
+func ownerName(o *contract.Owner) string {
+	if o == nil {
+		return ""
+	}
+	return o.String()
+}

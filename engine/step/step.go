@@ -42,7 +42,10 @@ type Options struct {
 	Tally map[string]int
 	// Tag identifies this launch; a stored transcript is resumed only when
 	// its tag matches, so a relaunch never continues a cancelled attempt.
-	Tag   string
+	Tag string
+	// Owner names the session's owner (its workflow and first run);
+	// empty when the caller has none (step mode).
+	Owner string
 	Model llm.Model
 	// Inject enables mid-step injection of peer answers and human input
 	// from storage (multi-agent runs); step mode preloads everything.
