@@ -3,11 +3,9 @@ package integration
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,16 +27,8 @@ func startLoggedWorker(t *testing.T, bin, address, storageURL, logPath string) {
 	t.Helper()
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
-	cmd := exec.Command(bin, "worker", "--address", address, "--storage", storageURL)
-	cmd.Env = os.Environ()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		_ = logFile.Close()
-	})
+	t.Cleanup(func() { _ = logFile.Close() }) // after the worker is killed: cleanups run last-in first-out
+	startWorkerTo(t, bin, address, storageURL, logFile)
 }
 
 // TestWorkersWithDifferentStorage runs two `conclave worker` processes on

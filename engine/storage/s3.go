@@ -135,16 +135,23 @@ func (s *S3) Put(ctx context.Context, key string, data []byte) error {
 	if err := ValidKey(key); err != nil {
 		return err
 	}
+	if err := s.putObject(ctx, key, data, nil); err != nil {
+		return s.wrap("put", key, err)
+	}
+	return nil
+}
+
+// putObject uploads data in one request, under the condition ifNoneMatch
+// when it is set.
+func (s *S3) putObject(ctx context.Context, key string, data []byte, ifNoneMatch *string) error {
 	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(s.prefix + key),
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
+		IfNoneMatch:   ifNoneMatch,
 	})
-	if err != nil {
-		return s.wrap("put", key, err)
-	}
-	return nil
+	return err
 }
 
 // Create uploads data only if the key does not exist yet: a conditional
@@ -156,13 +163,7 @@ func (s *S3) Create(ctx context.Context, key string, data []byte) error {
 	if err := ValidKey(key); err != nil {
 		return err
 	}
-	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:        aws.String(s.bucket),
-		Key:           aws.String(s.prefix + key),
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
-		IfNoneMatch:   aws.String("*"),
-	})
+	err := s.putObject(ctx, key, data, aws.String("*"))
 	var resp *smithyhttp.ResponseError
 	if errors.As(err, &resp) && resp.HTTPStatusCode() == http.StatusPreconditionFailed {
 		return fmt.Errorf("storage: create %q in %s: %w", key, s.Location(), ErrExists)
