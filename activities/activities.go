@@ -62,7 +62,7 @@ func (a *Activities) session(id string) (storage.Store, error) {
 
 // AgentStep runs one step of one agent (engine/step) and stores its files.
 func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) (contract.AgentStepResult, error) {
-	st, info, err := a.owned(ctx, in.SessionID, in.SessionRef)
+	st, rec, err := a.owned(ctx, in.SessionID, in.SessionRef)
 	if err != nil {
 		return contract.AgentStepResult{}, err
 	}
@@ -72,7 +72,7 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 			fmt.Sprintf("agent step mode %q is not one of %s, %s, %s (or empty to choose from the limits)",
 				in.Mode, coord.ModeVoting, coord.ModeVoteOnly, coord.ModeDecomposition), contract.ErrTypeConfig, nil)
 	}
-	inputs, err := inputs(ctx, st, info, in.InputsHash, in.Task, in.Config, in.EvalCriteria)
+	inputs, err := inputs(ctx, st, rec, in.InputsHash, in.Task, in.Config, in.EvalCriteria)
 	if err != nil {
 		return contract.AgentStepResult{}, err
 	}
@@ -106,11 +106,11 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 
 // Present writes the final answer under final/.
 func (a *Activities) Present(ctx context.Context, in contract.PresentInput) (contract.PresentResult, error) {
-	st, info, err := a.owned(ctx, in.SessionID, in.SessionRef)
+	st, rec, err := a.owned(ctx, in.SessionID, in.SessionRef)
 	if err != nil {
 		return contract.PresentResult{}, err
 	}
-	inputs, err := inputs(ctx, st, info, in.InputsHash, in.Task, in.Config, in.EvalCriteria)
+	inputs, err := inputs(ctx, st, rec, in.InputsHash, in.Task, in.Config, in.EvalCriteria)
 	if err != nil {
 		return contract.PresentResult{}, err
 	}

@@ -20,12 +20,12 @@ import (
 const wrongStorageRetry = time.Second
 
 // InitSession creates the session. With an owner (every workflow since
-// sessions have owners) session.json is created exclusively, recording the
-// owner and the hash of the inputs, and config.json and eval_criteria.json
-// are stored for the steps to load: a session that exists already is
-// refused unless it is this owner's (a retry, or a reset of the owner),
-// and nothing stored changes. Without an owner (histories recorded before)
-// it writes the files as it always did.
+// sessions have owners) it first creates owner.json exclusively, recording
+// the owner and the hash of the inputs, then writes session.json and
+// stores config.json and eval_criteria.json for the steps to load. A
+// session that exists already is refused unless it is this owner's (a
+// retry, or a reset of the owner), and nothing stored changes. Without an
+// owner (histories recorded before) it writes the files as it always did.
 func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {
 	st, err := a.session(in.SessionID)
 	if err != nil {
@@ -43,13 +43,11 @@ func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInp
 	if err != nil {
 		return contract.InitSessionResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
 	}
-	owner := session.Owner(*in.Owner)
-	info.Owner, info.InputsHash = &owner, enc.Hash
-	err = session.Create(ctx, st, info)
-	if errors.Is(err, storage.ErrExists) {
-		err = a.reclaim(ctx, st, in.SessionID, *in.Owner, enc.Hash)
+	rec := session.OwnerFile{WorkflowID: in.Owner.WorkflowID, FirstRunID: in.Owner.FirstRunID, InputsHash: enc.Hash}
+	if err := a.claim(ctx, st, in.SessionID, rec); err != nil {
+		return contract.InitSessionResult{}, err
 	}
-	if err != nil {
+	if err := session.WriteJSON(ctx, st, session.InfoKey, info); err != nil {
 		return contract.InitSessionResult{}, err
 	}
 	if err := enc.Write(ctx, st); err != nil {
@@ -58,28 +56,45 @@ func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInp
 	return contract.InitSessionResult{Location: st.Location(), InputsHash: enc.Hash}, nil
 }
 
-// reclaim decides about a session that exists already: the owner's own
-// (an attempt whose first write landed, or a reset of the owner to before
-// InitSession) goes on; any other is refused for good.
-func (a *Activities) reclaim(ctx context.Context, st storage.Store, id string, owner contract.Owner, hash string) error {
-	info, err := session.ReadInfo(ctx, st)
-	if err != nil {
-		return err // raced with a delete, or storage trouble: retried
-	}
+// claim makes rec the session's owner, or finds it is already: the owner's
+// own attempt whose first write landed, or a reset of the owner to before
+// InitSession, goes on; a session of another owner, or one made without an
+// owner (step mode, earlier versions), is refused for good.
+func (a *Activities) claim(ctx context.Context, st storage.Store, id string, rec session.OwnerFile) error {
+	_, err := st.Get(ctx, session.InfoKey)
 	switch {
-	case info.Owner == nil:
+	case errors.Is(err, storage.ErrNotFound):
+		err = session.Claim(ctx, st, rec)
+		if !errors.Is(err, storage.ErrExists) {
+			return err // claimed, or storage trouble (retried)
+		}
+	case err != nil:
+		return err
+	}
+	have, err := session.ReadOwner(ctx, st)
+	if errors.Is(err, storage.ErrNotFound) {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"session %q already exists in %s without an owner (made by step mode or an earlier version) and is not %s's; "+
-				"start with another session_id (or workflow id); nothing was changed", id, st.Location(), owner.WorkflowID),
+				"start with another session_id (or workflow id); nothing was changed", id, st.Location(), rec.WorkflowID),
 			contract.ErrTypeSessionOwned, nil)
-	case contract.Owner(*info.Owner) != owner:
-		return ownedError(id, st.Location(), contract.Owner(*info.Owner), owner)
-	case info.InputsHash != hash:
+	}
+	if err != nil {
+		return err
+	}
+	caller := contract.Owner{WorkflowID: rec.WorkflowID, FirstRunID: rec.FirstRunID}
+	if owner := ownerOf(have); owner != caller {
+		return ownedError(id, st.Location(), owner, caller)
+	}
+	if have.InputsHash != rec.InputsHash {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"session %q in %s was created by this workflow with other inputs (%s, now %s); it cannot go on with these",
-			id, st.Location(), info.InputsHash, hash), contract.ErrTypeConfig, nil)
+			id, st.Location(), have.InputsHash, rec.InputsHash), contract.ErrTypeConfig, nil)
 	}
 	return nil
+}
+
+func ownerOf(f *session.OwnerFile) contract.Owner {
+	return contract.Owner{WorkflowID: f.WorkflowID, FirstRunID: f.FirstRunID}
 }
 
 // ownedError refuses a caller that is not the session's owner.
@@ -107,8 +122,8 @@ func (a *Activities) initUnowned(ctx context.Context, st storage.Store, info ses
 // worker's store must hold the session at ref.Location (else the attempt
 // is refused retryably, for a worker that does hold it), and the session
 // must belong to ref.Owner (else it is refused for good). It returns
-// session.json, or nil for inputs recorded before sessions had owners.
-func (a *Activities) owned(ctx context.Context, id string, ref contract.SessionRef) (storage.Store, *session.Info, error) {
+// owner.json, or nil for inputs recorded before sessions had owners.
+func (a *Activities) owned(ctx context.Context, id string, ref contract.SessionRef) (storage.Store, *session.OwnerFile, error) {
 	st, err := a.session(id)
 	if err != nil {
 		return nil, nil, err
@@ -120,24 +135,25 @@ func (a *Activities) owned(ctx context.Context, id string, ref contract.SessionR
 		return nil, nil, a.wrongStorage(ctx, id, fmt.Sprintf(
 			"this worker's storage puts session %q at %s, but the session was created at %s", id, st.Location(), ref.Location))
 	}
-	info, err := session.ReadInfo(ctx, st)
+	key := session.OwnerKey
+	var rec *session.OwnerFile
+	if ref.Owner != nil {
+		rec, err = session.ReadOwner(ctx, st)
+	} else { // a session created before owners: it has session.json
+		key = session.InfoKey
+		_, err = st.Get(ctx, key)
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil, a.wrongStorage(ctx, id, fmt.Sprintf(
-			"session %q was created at %s, but this worker's storage has no %s at %s", id, ref.Location, session.InfoKey, st.Location()))
+			"session %q was created at %s, but this worker's storage has no %s at %s", id, ref.Location, key, st.Location()))
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if ref.Owner != nil {
-		if info.Owner == nil || *info.Owner != session.Owner(*ref.Owner) {
-			owner := contract.Owner{WorkflowID: "(none: made by step mode or an earlier version)"}
-			if info.Owner != nil {
-				owner = contract.Owner(*info.Owner)
-			}
-			return nil, nil, ownedError(id, st.Location(), owner, *ref.Owner)
-		}
+	if rec != nil && ownerOf(rec) != *ref.Owner {
+		return nil, nil, ownedError(id, st.Location(), ownerOf(rec), *ref.Owner)
 	}
-	return st, info, nil
+	return st, rec, nil
 }
 
 // wrongStorage is the retryable refusal of a worker whose storage does not
@@ -156,16 +172,16 @@ func (a *Activities) wrongStorage(ctx context.Context, id, what string) error {
 
 // inputs returns what a step runs on: the stored inputs when the input
 // carries their hash, else the inline ones of histories recorded before.
-func inputs(ctx context.Context, st storage.Store, info *session.Info, hash, task string, cfg config.Config, criteria []string) (*session.Inputs, error) {
+func inputs(ctx context.Context, st storage.Store, rec *session.OwnerFile, hash, task string, cfg config.Config, criteria []string) (*session.Inputs, error) {
 	if hash == "" {
 		// Never nil: the workflow's criteria are the step's, none included.
 		return &session.Inputs{Task: task, Config: cfg, Criteria: append([]string{}, criteria...)}, nil
 	}
-	if info == nil {
+	if rec == nil {
 		return nil, temporal.NewNonRetryableApplicationError(
 			"inputs by reference need the session's owner and location; the workflow sent neither", contract.ErrTypeConfig, nil)
 	}
-	in, err := session.LoadInputs(ctx, st, info, hash)
+	in, err := session.LoadInputs(ctx, st, rec.InputsHash, hash)
 	if errors.Is(err, session.ErrInputsChanged) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
 	}

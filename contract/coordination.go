@@ -31,8 +31,8 @@ type SessionRef struct {
 	Location string `json:"location,omitempty"`
 }
 
-// InitSessionInput creates the session: session.json (exclusively, when
-// Owner is set), config.json and eval_criteria.json.
+// InitSessionInput creates the session: owner.json (exclusively, when
+// Owner is set), session.json, config.json and eval_criteria.json.
 type InitSessionInput struct {
 	SessionID    string   `json:"session_id"`
 	Task         string   `json:"task"`

@@ -131,6 +131,7 @@ func TestSessionOwnership(t *testing.T) {
 		require.Equal(t, "FINAL for ONE: answer to ONE", res.FinalAnswer)
 		before := filesOf(t, storage.Sub(st, "own-x"))
 		require.Contains(t, before, "config.json")
+		require.Contains(t, before, "owner.json")
 
 		// A new workflow naming X's session.
 		y := start("own-y", workflows.CoordinationInput{Task: "TASK-TWO: name a fruit.", SessionID: "own-x"})
@@ -162,10 +163,10 @@ func TestSessionOwnership(t *testing.T) {
 			require.NotContains(t, v, "TASK-"+other, k)
 			require.NotContains(t, v, "answer to "+other, k)
 		}
-		info, err := session.ReadInfo(ctx, storage.Sub(st, "shared"))
+		owner, err := session.ReadOwner(ctx, storage.Sub(st, "shared"))
 		require.NoError(t, err)
-		require.Equal(t, winner.GetID(), info.Owner.WorkflowID)
-		require.Equal(t, winner.GetRunID(), info.Owner.FirstRunID)
+		require.Equal(t, winner.GetID(), owner.WorkflowID)
+		require.Equal(t, winner.GetRunID(), owner.FirstRunID)
 	})
 
 	t.Run("continue-as-new keeps the owner", func(t *testing.T) {

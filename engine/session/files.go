@@ -8,18 +8,17 @@ type Info struct {
 	Agents    []string  `json:"agents"`
 	Mode      string    `json:"mode"`
 	CreatedAt time.Time `json:"created_at"`
-	// Owner is the workflow the session belongs to; absent in step mode
-	// and in sessions created before sessions had owners.
-	Owner *Owner `json:"owner,omitempty"`
-	// InputsHash is InputsHash of the task, config.json and
-	// eval_criteria.json the session was created with.
-	InputsHash string `json:"inputs_hash,omitempty"`
 }
 
-// Owner is the workflow run chain a session belongs to (contract.Owner).
-type Owner struct {
+// OwnerFile is owner.json: the workflow run chain a Temporal session
+// belongs to (contract.Owner), created exclusively before any other file
+// of the session, and the InputsHash of the task, config.json and
+// eval_criteria.json it was created with. Step mode writes none. It is
+// small, so every write of a step can check it cheaply.
+type OwnerFile struct {
 	WorkflowID string `json:"workflow_id"`
 	FirstRunID string `json:"first_run_id"`
+	InputsHash string `json:"inputs_hash"`
 }
 
 // AnswerFile is answer.json exactly as seed 000 defines it.

@@ -13,34 +13,38 @@ import (
 	"github.com/conclave-ai/conclave/engine/storage"
 )
 
-// ConfigKey is where a Temporal session stores its config (defaults
-// applied, no secrets), so steps load it instead of carrying it.
-const ConfigKey = "config.json"
+// Keys of a Temporal session's owner and stored config.
+const (
+	OwnerKey = "owner.json"
+	// ConfigKey holds the config (defaults applied, no secrets), so steps
+	// load it instead of carrying it.
+	ConfigKey = "config.json"
+)
 
-// Create stores session.json only if the session does not exist yet: of
-// two workflows creating one session exactly one succeeds. The error of
-// the other wraps storage.ErrExists.
-func Create(ctx context.Context, st storage.Store, info Info) error {
-	data, err := json.MarshalIndent(info, "", "  ")
+// Claim creates owner.json only if the session has no owner yet: of two
+// workflows claiming one session exactly one succeeds. The error of the
+// other wraps storage.ErrExists.
+func Claim(ctx context.Context, st storage.Store, owner OwnerFile) error {
+	data, err := json.MarshalIndent(owner, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", InfoKey, err)
+		return fmt.Errorf("encode %s: %w", OwnerKey, err)
 	}
-	if err := st.Create(ctx, InfoKey, append(data, '\n')); err != nil {
-		return fmt.Errorf("create %s: %w", InfoKey, err)
+	if err := st.Create(ctx, OwnerKey, append(data, '\n')); err != nil {
+		return fmt.Errorf("create %s: %w", OwnerKey, err)
 	}
 	return nil
 }
 
-// ReadInfo reads session.json; a missing one wraps storage.ErrNotFound.
-func ReadInfo(ctx context.Context, st storage.Store) (*Info, error) {
-	var info Info
-	if err := ReadJSON(ctx, st, InfoKey, &info); err != nil {
+// ReadOwner reads owner.json; a missing one wraps storage.ErrNotFound.
+func ReadOwner(ctx context.Context, st storage.Store) (*OwnerFile, error) {
+	var o OwnerFile
+	if err := ReadJSON(ctx, st, OwnerKey, &o); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("read %s in %s: %w", InfoKey, st.Location(), err)
+		return nil, fmt.Errorf("read %s in %s: %w", OwnerKey, st.Location(), err)
 	}
-	return &info, nil
+	return &o, nil
 }
 
 // InputsHash identifies a session's inputs as stored: the task, the bytes
@@ -110,9 +114,13 @@ func (e *EncodedInputs) Write(ctx context.Context, st storage.Store) error {
 // the ones the session was started with.
 var ErrInputsChanged = errors.New("the session's stored task, config or criteria are not the ones it was started with")
 
-// LoadInputs reads the inputs of the session described by info and checks
-// them against want (the hash the workflow holds) and info's own hash.
-func LoadInputs(ctx context.Context, st storage.Store, info *Info, want string) (*Inputs, error) {
+// LoadInputs reads the inputs of a session and checks them against want
+// (the hash the workflow holds) and recorded (owner.json's).
+func LoadInputs(ctx context.Context, st storage.Store, recorded, want string) (*Inputs, error) {
+	var info Info
+	if err := ReadJSON(ctx, st, InfoKey, &info); err != nil {
+		return nil, fmt.Errorf("read %s: %w", InfoKey, err)
+	}
 	cfgData, err := st.Get(ctx, ConfigKey)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", ConfigKey, err)
@@ -125,9 +133,9 @@ func LoadInputs(ctx context.Context, st storage.Store, info *Info, want string) 
 		return nil, fmt.Errorf("read %s: %w", EvalCriteriaKey, err)
 	}
 	got := InputsHash(info.Task, cfgData, critData)
-	if got != want || got != info.InputsHash {
-		return nil, fmt.Errorf("%w: they hash to %s, the workflow expects %s and session.json records %s; start a new session",
-			ErrInputsChanged, got, want, info.InputsHash)
+	if got != want || got != recorded {
+		return nil, fmt.Errorf("%w: they hash to %s, the workflow expects %s and %s records %s; start a new session",
+			ErrInputsChanged, got, want, OwnerKey, recorded)
 	}
 	in := &Inputs{Task: info.Task, Criteria: []string{}, Hash: got}
 	if err := json.Unmarshal(cfgData, &in.Config); err != nil {
