@@ -60,31 +60,9 @@ func (a *Activities) session(id string) (storage.Store, error) {
 	return storage.Sub(a.Store, id), nil
 }
 
-// InitSession writes session.json and eval_criteria.json.
-func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {
-	st, err := a.session(in.SessionID)
-	if err != nil {
-		return contract.InitSessionResult{}, err
-	}
-	created, err := time.Parse(time.RFC3339, in.CreatedAt)
-	if err != nil {
-		created = a.now()
-	}
-	info := session.Info{Task: in.Task, Agents: in.Agents, Mode: in.Mode, CreatedAt: created.UTC()}
-	if err := session.WriteJSON(ctx, st, session.InfoKey, info); err != nil {
-		return contract.InitSessionResult{}, err
-	}
-	if len(in.EvalCriteria) > 0 {
-		if err := session.WriteJSON(ctx, st, session.EvalCriteriaKey, in.EvalCriteria); err != nil {
-			return contract.InitSessionResult{}, err
-		}
-	}
-	return contract.InitSessionResult{Location: st.Location()}, nil
-}
-
 // AgentStep runs one step of one agent (engine/step) and stores its files.
 func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) (contract.AgentStepResult, error) {
-	st, err := a.session(in.SessionID)
+	st, rec, err := a.owned(ctx, in.SessionID, in.SessionRef)
 	if err != nil {
 		return contract.AgentStepResult{}, err
 	}
@@ -94,7 +72,11 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 			fmt.Sprintf("agent step mode %q is not one of %s, %s, %s (or empty to choose from the limits)",
 				in.Mode, coord.ModeVoting, coord.ModeVoteOnly, coord.ModeDecomposition), contract.ErrTypeConfig, nil)
 	}
-	cfg, agent, model, err := a.prepare(in.Config, in.Agent)
+	inputs, err := inputs(ctx, st, rec, in.InputsHash, in.Task, in.Config, in.EvalCriteria)
+	if err != nil {
+		return contract.AgentStepResult{}, err
+	}
+	cfg, agent, model, err := a.prepare(inputs.Config, in.Agent)
 	if err != nil {
 		return contract.AgentStepResult{}, err
 	}
@@ -105,9 +87,8 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 	// turn lets them stop at their next safe point.
 	hb.everyTurn = o.UpdateMode == config.UpdateRestart && !o.DisableInjection
 	res, err := step.Run(ctx, step.Options{
-		// Never nil: the workflow's criteria are the step's, none included.
-		Store: st, Config: cfg, Agent: agent.ID, Task: in.Task, EvalCriteria: append([]string{}, in.EvalCriteria...),
-		Step: in.Step, Mode: mode, Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Model: model,
+		Store: st, Config: cfg, Agent: agent.ID, Task: inputs.Task, EvalCriteria: inputs.Criteria,
+		Step: in.Step, Mode: mode, Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Owner: ownerName(in.Owner), Model: model,
 		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
 		OnCheckpoint: hb.turns, Now: a.now,
 	})
@@ -125,20 +106,24 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 
 // Present writes the final answer under final/.
 func (a *Activities) Present(ctx context.Context, in contract.PresentInput) (contract.PresentResult, error) {
-	st, err := a.session(in.SessionID)
+	st, rec, err := a.owned(ctx, in.SessionID, in.SessionRef)
+	if err != nil {
+		return contract.PresentResult{}, err
+	}
+	inputs, err := inputs(ctx, st, rec, in.InputsHash, in.Task, in.Config, in.EvalCriteria)
 	if err != nil {
 		return contract.PresentResult{}, err
 	}
 	strategy := config.FinalAnswerStrategy(in.Strategy)
-	cfg, _, model, err := a.prepare(in.Config, in.Presenter)
+	cfg, _, model, err := a.prepare(inputs.Config, in.Presenter)
 	if err != nil && (strategy != config.FinalWinnerReuse || cfg == nil) {
 		return contract.PresentResult{}, err
 	}
 	hb := a.heartbeat(ctx)
 	defer hb.stop()
 	final, usage, err := step.Present(ctx, step.PresentOptions{
-		Store: st, Config: cfg, Presenter: in.Presenter, Task: in.Task, Strategy: strategy,
-		EvalCriteria: in.EvalCriteria, Model: model, Tag: "present", OnCheckpoint: hb.turns, Now: a.now,
+		Store: st, Config: cfg, Presenter: in.Presenter, Task: inputs.Task, Strategy: strategy,
+		EvalCriteria: inputs.Criteria, Model: model, Tag: "present", OnCheckpoint: hb.turns, Now: a.now,
 	})
 	if err != nil {
 		return contract.PresentResult{}, classify(err)
@@ -149,7 +134,7 @@ func (a *Activities) Present(ctx context.Context, in contract.PresentInput) (con
 
 // WriteStatus stores status.json, the snapshot people and scripts read.
 func (a *Activities) WriteStatus(ctx context.Context, in contract.WriteStatusInput) error {
-	st, err := a.session(in.SessionID)
+	st, _, err := a.owned(ctx, in.SessionID, in.SessionRef)
 	if err != nil {
 		return err
 	}
@@ -158,7 +143,7 @@ func (a *Activities) WriteStatus(ctx context.Context, in contract.WriteStatusInp
 
 // WriteInbox stores one human input where running agents look for it.
 func (a *Activities) WriteInbox(ctx context.Context, in contract.WriteInboxInput) error {
-	st, err := a.session(in.SessionID)
+	st, _, err := a.owned(ctx, in.SessionID, in.SessionRef)
 	if err != nil {
 		return err
 	}

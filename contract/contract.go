@@ -69,6 +69,14 @@ const (
 	// after the server's Retry-After when it sent one.
 	ErrTypeModelUnavailable = "ModelUnavailable"
 
+	// ErrTypeSessionOwned: the session belongs to another workflow (or
+	// existed before it); a session belongs to one workflow run chain.
+	ErrTypeSessionOwned = "SessionOwned"
+	// ErrTypeWrongStorage: this worker's storage does not hold the session
+	// (workers on one task queue configured with different storage). It is
+	// retried, so a worker with the session's storage takes the attempt.
+	ErrTypeWrongStorage = "WrongStorage"
+
 	// ErrTypeInvalidInput: a workflow's input cannot run; the message names
 	// every problem.
 	ErrTypeInvalidInput = "InvalidInput"
@@ -87,5 +95,5 @@ const (
 // RetryPolicy.NonRetryableErrorTypes. It returns a new slice each time, so
 // no caller can change another's policy.
 func NonRetryable() []string {
-	return []string{ErrTypeEnforcement, ErrTypeConfig, ErrTypeModel}
+	return []string{ErrTypeEnforcement, ErrTypeConfig, ErrTypeModel, ErrTypeSessionOwned}
 }

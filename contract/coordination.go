@@ -5,7 +5,34 @@ import (
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
-// InitSessionInput creates session.json and eval_criteria.json.
+// Owner is the workflow that owns a session: its id and the first run id
+// of its chain. Retries, continue-as-new and resets keep both, so the
+// owner's later runs go on writing its session; a new workflow, or the
+// same workflow id started again, has another first run id and is refused.
+type Owner struct {
+	WorkflowID string `json:"workflow_id"`
+	FirstRunID string `json:"first_run_id"`
+}
+
+// String names the owner in error messages.
+func (o Owner) String() string {
+	return "workflow " + o.WorkflowID + " (first run " + o.FirstRunID + ")"
+}
+
+// SessionRef is what an activity that writes a session expects to find
+// there. Inputs recorded before sessions had owners leave both empty and
+// are not checked.
+type SessionRef struct {
+	// Owner must be the session's recorded owner, else the activity is
+	// refused (ErrTypeSessionOwned).
+	Owner *Owner `json:"owner,omitempty"`
+	// Location is where InitSession created the session; a worker whose
+	// storage does not hold it there refuses the attempt (ErrTypeWrongStorage).
+	Location string `json:"location,omitempty"`
+}
+
+// InitSessionInput creates the session: owner.json (exclusively, when
+// Owner is set), session.json, config.json and eval_criteria.json.
 type InitSessionInput struct {
 	SessionID    string   `json:"session_id"`
 	Task         string   `json:"task"`
@@ -13,22 +40,36 @@ type InitSessionInput struct {
 	Mode         string   `json:"mode"`
 	EvalCriteria []string `json:"eval_criteria,omitempty"`
 	CreatedAt    string   `json:"created_at"` // RFC 3339, from workflow time
+	// Owner and Config are set by workflows that pass inputs by reference:
+	// the session is created for Owner only, and the config is stored for
+	// the steps to load. Both are absent in histories recorded before.
+	Owner  *Owner         `json:"owner,omitempty"`
+	Config *config.Config `json:"config,omitempty"`
 }
 
 // InitSessionResult tells where the session lives.
 type InitSessionResult struct {
 	Location string `json:"location"` // e.g. s3://bucket/prefix/<session> or a directory
+	// InputsHash binds later steps to the stored task, config and criteria;
+	// empty from a worker that stores no config (steps then carry them).
+	InputsHash string `json:"inputs_hash,omitempty"`
 }
 
 // AgentStepInput asks for one step of one agent. Step is assigned by the
 // workflow, so a retried activity rewrites the same keys.
 type AgentStepInput struct {
-	SessionID string        `json:"session_id"`
-	Agent     string        `json:"agent"`
-	Step      int           `json:"step"`
-	Launch    int           `json:"launch"` // workflow-wide launch counter: a relaunch after a restart-cancel never resumes the cancelled attempt's transcript
-	Task      string        `json:"task"`
-	Config    config.Config `json:"config"`
+	SessionID string `json:"session_id"`
+	Agent     string `json:"agent"`
+	Step      int    `json:"step"`
+	Launch    int    `json:"launch"` // workflow-wide launch counter: a relaunch after a restart-cancel never resumes the cancelled attempt's transcript
+	SessionRef
+	// InputsHash, when set, says the task, config and criteria are the
+	// ones stored in the session with this hash (Task, Config and
+	// EvalCriteria are then empty): inputs by reference keep every step's
+	// history events small whatever the task or team size.
+	InputsHash string        `json:"inputs_hash,omitempty"`
+	Task       string        `json:"task,omitempty"`
+	Config     config.Config `json:"config,omitzero"`
 	// Mode is decided by the workflow (coord.NextMode) and selects the
 	// workflow tools the step offers.
 	Mode coord.Mode `json:"mode"`
@@ -55,10 +96,13 @@ type AgentStepResult struct {
 
 // PresentInput asks for the final answer.
 type PresentInput struct {
-	SessionID string        `json:"session_id"`
-	Presenter string        `json:"presenter"`
-	Task      string        `json:"task"`
-	Config    config.Config `json:"config"`
+	SessionID string `json:"session_id"`
+	Presenter string `json:"presenter"`
+	SessionRef
+	// InputsHash: as in AgentStepInput.
+	InputsHash string        `json:"inputs_hash,omitempty"`
+	Task       string        `json:"task,omitempty"`
+	Config     config.Config `json:"config,omitzero"`
 	// Strategy: winner_present, synthesize, or winner_reuse (copy the
 	// presenter's latest stored answer; no model call — also used on timeout).
 	Strategy     string   `json:"strategy"`
@@ -76,14 +120,16 @@ type PresentResult struct {
 
 // WriteStatusInput stores status.json.
 type WriteStatusInput struct {
-	SessionID string       `json:"session_id"`
-	Status    coord.Status `json:"status"`
+	SessionID string `json:"session_id"`
+	SessionRef
+	Status coord.Status `json:"status"`
 }
 
 // WriteInboxInput stores one human input as inbox/<NNN>.json.
 type WriteInboxInput struct {
 	SessionID string `json:"session_id"`
-	Seq       int    `json:"seq"` // 1-based arrival order, assigned by the workflow
-	Text      string `json:"text"`
-	At        string `json:"at"`
+	SessionRef
+	Seq  int    `json:"seq"` // 1-based arrival order, assigned by the workflow
+	Text string `json:"text"`
+	At   string `json:"at"`
 }

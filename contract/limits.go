@@ -23,6 +23,21 @@ const (
 	MaxSessionIDBytes = 200
 )
 
+// Limits on what a coordination session may start with (docs/temporal.md,
+// "Limits"). The start input carries the task once and InitSession's input
+// once more; with them under these bounds both payloads stay below
+// Temporal's 2 MiB payload limit, and the steps carry only references.
+const (
+	// MaxTaskBytes bounds the task.
+	MaxTaskBytes = 1536 << 10
+	// MaxConfigBytes bounds the JSON of the config and criteria together.
+	MaxConfigBytes = 256 << 10
+	// MaxAgents bounds the team: every status snapshot, status.json write
+	// and continue-as-new carries one ledger entry per agent. A session of
+	// 200 agents measured 0.4-1.1 MiB of history (docs/temporal.md).
+	MaxAgents = 200
+)
+
 // Preview shortens text for workflow history and the Web UI.
 func Preview(s string) string {
 	p, cut := Truncate(s, PreviewChars)

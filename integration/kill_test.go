@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -28,10 +29,16 @@ import (
 // flags if given.
 func startWorker(t *testing.T, bin, address, storageURL string, extra ...string) *exec.Cmd {
 	t.Helper()
+	return startWorkerTo(t, bin, address, storageURL, os.Stderr, extra...)
+}
+
+// startWorkerTo is startWorker with the worker's output going to out.
+func startWorkerTo(t *testing.T, bin, address, storageURL string, out io.Writer, extra ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"worker", "--address", address, "--storage", storageURL}, extra...)...)
 	cmd.Env = os.Environ()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

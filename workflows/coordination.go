@@ -1,9 +1,11 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/conclave-ai/conclave/contract"
@@ -16,15 +18,25 @@ import (
 // complete a decomposition, then the winner or presenter runs Present. See
 // ARCHITECTURE.md, "Workflows", and seeds 000/001.
 func Coordination(ctx workflow.Context, in CoordinationInput) (CoordinationResult, error) {
-	if err := normalize(&in, workflow.GetInfo(ctx).WorkflowExecution.ID); err != nil {
+	// A continued run goes on as its session was created (CarriedState).
+	owned := in.State == nil && workflow.GetVersion(ctx, ownedSessionChange, workflow.DefaultVersion, 1) == 1
+	if err := normalize(&in, workflow.GetInfo(ctx).WorkflowExecution.ID, owned); err != nil {
 		return CoordinationResult{}, err
 	}
 	w := newCoordination(in)
+	w.owned = owned
 	if err := w.setup(ctx); err != nil {
 		return CoordinationResult{}, err
 	}
 	return w.run(ctx)
 }
+
+// ownedSessionChange is the workflow.GetVersion change id of owned
+// sessions: the session is created exclusively for its workflow, activities
+// check owner and storage location, steps get their inputs by reference,
+// human input waits for the session, and the start is refused above the
+// contract's limits. Runs recorded before replay without any of it.
+const ownedSessionChange = "owned-session-inputs-by-reference"
 
 // Registry is the part of a Temporal worker (or test environment) that
 // Register needs.
@@ -60,7 +72,10 @@ type coordination struct {
 	lastCause error // the latest agent failure of this run
 	// presentFallback is why the presentation fell back to the stored answer.
 	presentFallback string
-	statusW         *statusWriter // nil on runs recorded before it existed
+	// owned: this first run creates its session for itself and passes
+	// inputs by reference (ownedSessionChange); initFailed: it could not.
+	owned, initFailed bool
+	statusW           *statusWriter // nil on runs recorded before it existed
 	// Search attribute values last upserted.
 	saPhase, saWinner string
 }
@@ -145,7 +160,10 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 }
 
 // begin creates the session (first run only) and learns whether the
-// search attributes exist.
+// search attributes exist. An owned session is created for this workflow's
+// run chain (its id and first run id, which retries, continue-as-new and
+// resets keep) and stores the task, config and criteria once; steps then
+// carry their hash.
 func (w *coordination) begin(ctx workflow.Context) error {
 	if w.in.State != nil {
 		workflow.GetLogger(ctx).Info("coordination continues", "run", w.state.Runs, "session", w.state.Session)
@@ -153,33 +171,53 @@ func (w *coordination) begin(ctx workflow.Context) error {
 	}
 	now := workflow.Now(ctx).UTC()
 	w.state.StartedAt, w.state.Deadline = now, now.Add(w.orch.Timeout())
+	initIn := contract.InitSessionInput{
+		SessionID:    w.in.SessionID,
+		Task:         w.in.Task,
+		Agents:       sortedIDs(w.in.Config.AgentIDs()),
+		Mode:         string(w.orch.CoordinationMode),
+		EvalCriteria: w.in.EvalCriteria,
+		CreatedAt:    now.Format(time.RFC3339),
+	}
+	if w.owned {
+		info := workflow.GetInfo(ctx)
+		initIn.Owner = &contract.Owner{WorkflowID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID}
+		initIn.Config = &w.in.Config
+	}
 	var init contract.InitSessionResult
-	initF := workflow.ExecuteActivity(w.smallCtx(ctx, "init session"), contract.NameInitSession,
-		contract.InitSessionInput{
-			SessionID:    w.in.SessionID,
-			Task:         w.in.Task,
-			Agents:       sortedIDs(w.in.Config.AgentIDs()),
-			Mode:         string(w.orch.CoordinationMode),
-			EvalCriteria: w.in.EvalCriteria,
-			CreatedAt:    now.Format(time.RFC3339),
-		})
+	initF := workflow.ExecuteActivity(w.smallCtx(ctx, "init session"), contract.NameInitSession, initIn)
 	var attrsF workflow.Future
 	if w.statusW != nil { // the question does not wait for the session
 		attrsF = w.askSearchAttributes(ctx)
 	}
 	err := initF.Get(ctx, &init)
 	if ctx.Err() != nil {
+		w.initFailed = true
 		return ctx.Err() // cancelled before the session existed
 	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == contract.ErrTypeSessionOwned {
+		w.initFailed = true
+		return temporal.NewNonRetryableApplicationError(appErr.Message(), contract.ErrTypeSessionOwned, nil)
+	}
 	if err != nil {
+		w.initFailed = true
 		return fmt.Errorf("could not create the session in storage (check the worker's storage settings): %w", err)
 	}
 	w.state.Session = init.Location
+	if initIn.Owner != nil && init.InputsHash != "" { // else a worker from before owners created it
+		w.state.Owner, w.state.InputsHash = initIn.Owner, init.InputsHash
+	}
 	if attrsF == nil {
 		attrsF = w.askSearchAttributes(ctx)
 	}
 	w.state.SearchAttributes = w.searchAttributesAvailable(ctx, attrsF)
 	return nil
+}
+
+// ref is what every activity that writes the session checks it against.
+func (w *coordination) ref() contract.SessionRef {
+	return contract.SessionRef{Owner: w.state.Owner, Location: w.state.Session}
 }
 
 // coordinate is the main loop: after every event (a finished step, the

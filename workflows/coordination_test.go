@@ -74,8 +74,19 @@ func TestSeedLifecycleRounds(t *testing.T) {
 	require.Equal(t, []string{}, after2.Relaunch)
 	require.False(t, after2.Consensus)
 
-	require.Equal(t, []contract.PresentInput{{SessionID: "s1", Presenter: c, Task: input(cfg).Task,
-		Config: ls[0].Config, Strategy: string(config.FinalWinnerPresent)}}, h.presents)
+	// Inputs by reference: the session stores the task and config once;
+	// steps and the presentation carry their hash, the owner and location.
+	ref := contract.SessionRef{Owner: h.initIn[0].Owner, Location: "mem://s1"}
+	require.NotNil(t, ref.Owner)
+	require.Equal(t, input(cfg).Task, h.initIn[0].Task)
+	require.Equal(t, ls[0].SessionRef, ref)
+	for _, l := range ls {
+		require.Empty(t, l.Task)
+		require.Empty(t, l.Config.Agents)
+		require.Equal(t, testInputsHash, l.InputsHash)
+	}
+	require.Equal(t, []contract.PresentInput{{SessionID: "s1", Presenter: c, SessionRef: ref,
+		InputsHash: testInputsHash, Strategy: string(config.FinalWinnerPresent)}}, h.presents)
 	require.Equal(t, []string{coord.PhaseCoordinating, coord.PhasePresenting, coord.PhaseDone}, h.phases())
 	final := h.lastStatus()
 	require.True(t, final.Consensus)

@@ -118,7 +118,8 @@ func TestHumanInputUpdate(t *testing.T) {
 	require.Equal(t, 1, got["first"].seq)
 	require.Equal(t, 2, got["second"].seq)
 	require.Len(t, h.inbox, 2)
-	require.Equal(t, contract.WriteInboxInput{SessionID: "s1", Seq: 1, Text: "Please keep it under 17 syllables.",
+	require.Equal(t, contract.WriteInboxInput{SessionID: "s1", SessionRef: contract.SessionRef{Owner: h.initIn[0].Owner, Location: "mem://s1"},
+		Seq: 1, Text: "Please keep it under 17 syllables.",
 		At: h.start.Add(30 * time.Second).UTC().Format(time.RFC3339)}, h.inbox[0])
 	require.Equal(t, "Mention retries.", h.inbox[1].Text)
 }

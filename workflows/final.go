@@ -101,16 +101,18 @@ func (w *coordination) failure() error {
 func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy string) (contract.PresentResult, error) {
 	opts := agentStepOptions(presenter, 0, w.in.StepHeartbeatSeconds)
 	opts.Summary = "present · " + presenter + " (" + strategy + ")"
+	in := contract.PresentInput{
+		SessionID:  w.in.SessionID,
+		Presenter:  presenter,
+		SessionRef: w.ref(),
+		InputsHash: w.state.InputsHash,
+		Strategy:   strategy,
+	}
+	if in.InputsHash == "" { // a session created before inputs by reference
+		in.Task, in.Config, in.EvalCriteria = w.in.Task, w.in.Config, w.in.EvalCriteria
+	}
 	var pr contract.PresentResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), contract.NamePresent,
-		contract.PresentInput{
-			SessionID:    w.in.SessionID,
-			Presenter:    presenter,
-			Task:         w.in.Task,
-			Config:       w.in.Config,
-			Strategy:     strategy,
-			EvalCriteria: w.in.EvalCriteria,
-		}).Get(ctx, &pr)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), contract.NamePresent, in).Get(ctx, &pr)
 	if err == nil {
 		w.state.Usage = addUsage(w.state.Usage, pr.Usage)
 	}

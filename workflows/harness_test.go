@@ -82,6 +82,7 @@ type harness struct {
 	presents    []contract.PresentInput
 	calls       map[stepKey]int // AgentStep attempts
 	inits       int
+	initIn      []contract.InitSessionInput
 	saAvailable bool
 	presentErr  map[string]error // by strategy
 	upserts     []string         // phase/winner values upserted
@@ -193,7 +194,12 @@ func (h *harness) initSession(_ context.Context, in contract.InitSessionInput) (
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.inits++
-	return contract.InitSessionResult{Location: "mem://" + in.SessionID}, nil
+	h.initIn = append(h.initIn, in)
+	res := contract.InitSessionResult{Location: "mem://" + in.SessionID}
+	if in.Owner != nil {
+		res.InputsHash = testInputsHash
+	}
+	return res, nil
 }
 
 func (h *harness) searchAttrs(context.Context) (bool, error) {
@@ -280,6 +286,9 @@ func (h *harness) phases() []string {
 	}
 	return out
 }
+
+// testInputsHash is the fake InitSession's hash of the stored inputs.
+const testInputsHash = "sha256:test"
 
 func testConfig(ids ...string) config.Config {
 	c := config.Config{Orchestrator: config.DefaultOrchestrator()}

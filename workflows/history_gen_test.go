@@ -2,10 +2,11 @@
 
 package workflows
 
-// Records testdata/coordination_status_writer_history.json (the session
-// since the background status writer; coordination_history.json is the same
-// session recorded before it) by running a session on a real Temporal dev
-// server (./bin/temporal) with fake activities:
+// Records testdata/coordination_owned_history.json (the session since owned
+// sessions and inputs by reference; coordination_status_writer_history.json
+// is the same session recorded before them, coordination_history.json
+// before the background status writer) by running a session on a real
+// Temporal dev server (./bin/temporal) with fake activities:
 //
 //	go test -tags historygen -run TestGenerateHistory ./workflows/
 //
@@ -96,7 +97,11 @@ func TestGenerateHistory(t *testing.T) {
 	f := &liveFakes{stored: map[string]int{}}
 	w.RegisterActivityWithOptions(f.agentStep, activity.RegisterOptions{Name: contract.NameAgentStep})
 	w.RegisterActivityWithOptions(func(_ context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {
-		return contract.InitSessionResult{Location: "mem://" + in.SessionID}, nil
+		res := contract.InitSessionResult{Location: "mem://" + in.SessionID}
+		if in.Owner != nil {
+			res.InputsHash = "sha256:history"
+		}
+		return res, nil
 	}, activity.RegisterOptions{Name: contract.NameInitSession})
 	w.RegisterActivityWithOptions(func(context.Context) (bool, error) { return true, nil },
 		activity.RegisterOptions{Name: contract.NameSearchAttrsSet})
@@ -126,5 +131,5 @@ func TestGenerateHistory(t *testing.T) {
 	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, b, r.Winner)
 
-	writeHistory(t, bin, addr, run.GetID(), "coordination_status_writer_history.json")
+	writeHistory(t, bin, addr, run.GetID(), "coordination_owned_history.json")
 }

@@ -30,14 +30,23 @@ func (w *coordination) validateHumanInput(_ workflow.Context, h HumanInput) erro
 // assigned before the write, so concurrent inputs keep their arrival order;
 // a failed write leaves a gap in the numbering, which readers tolerate.
 func (w *coordination) humanInput(ctx workflow.Context, h HumanInput) (int, error) {
+	if w.owned { // the inbox is written only into a session this run created
+		if err := workflow.Await(ctx, func() bool { return w.state.Session != "" || w.initFailed }); err != nil {
+			return 0, err
+		}
+		if w.initFailed {
+			return 0, fmt.Errorf("the session could not be created, so human input cannot be stored; see why the workflow failed")
+		}
+	}
 	w.state.InboxSeq++
 	seq := w.state.InboxSeq
 	err := workflow.ExecuteActivity(w.smallCtx(ctx, "human input "+strconv.Itoa(seq)), contract.NameWriteInbox,
 		contract.WriteInboxInput{
-			SessionID: w.in.SessionID,
-			Seq:       seq,
-			Text:      strings.TrimSpace(h.Text),
-			At:        workflow.Now(ctx).UTC().Format(time.RFC3339),
+			SessionID:  w.in.SessionID,
+			SessionRef: w.ref(),
+			Seq:        seq,
+			Text:       strings.TrimSpace(h.Text),
+			At:         workflow.Now(ctx).UTC().Format(time.RFC3339),
 		}).Get(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("could not store human input %d; send it again: %w", seq, err)

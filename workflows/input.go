@@ -116,6 +116,11 @@ type CarriedState struct {
 	// SearchAttributes records whether ConclavePhase/ConclaveWinner exist
 	// on the namespace.
 	SearchAttributes bool `json:"search_attributes"`
+	// Owner is the run chain the session was created for, and InputsHash
+	// the hash of the task, config and criteria it stores; both are empty
+	// for sessions created before owners (steps then carry the inputs).
+	Owner      *contract.Owner `json:"owner,omitempty"`
+	InputsHash string          `json:"inputs_hash,omitempty"`
 	// Runs counts the runs before this one.
 	Runs      int    `json:"runs"`
 	LastError string `json:"last_error,omitempty"`
@@ -180,8 +185,10 @@ func validateHumanInput(h HumanInput) error {
 
 // normalize applies the config defaults and checks the input, returning a
 // non-retryable error naming every problem, so a user of
-// `temporal workflow start` sees why the session did not start.
-func normalize(in *CoordinationInput, workflowID string) error {
+// `temporal workflow start` sees why the session did not start. limits
+// applies the contract's bounds on task, config and team size (not to runs
+// recorded before them).
+func normalize(in *CoordinationInput, workflowID string, limits bool) error {
 	var problems []string
 	if in.decodeErr != "" {
 		return temporal.NewNonRetryableApplicationError(
@@ -209,6 +216,9 @@ func normalize(in *CoordinationInput, workflowID string) error {
 	if in.MaxStepsBeforeContinue < 0 {
 		problems = append(problems, fmt.Sprintf("max_steps_before_continue: %d is not allowed; use 0 (server decides) or more",
 			in.MaxStepsBeforeContinue))
+	}
+	if limits {
+		problems = append(problems, sizeProblems(in)...)
 	}
 	if in.SessionID != "" && !contract.ValidSessionID(in.SessionID) {
 		problems = append(problems, fmt.Sprintf("session_id: %q cannot name a storage folder; %s", in.SessionID, contract.SessionIDRule))
@@ -239,4 +249,28 @@ func sameAgents(l coord.Ledger, ids []string) bool {
 		}
 	}
 	return true
+}
+
+// sizeProblems names the inputs above the contract's limits: a larger task
+// or team would make the start input, InitSession's input or the status
+// snapshots too large for Temporal (docs/temporal.md, "Limits").
+func sizeProblems(in *CoordinationInput) []string {
+	var problems []string
+	if n := len(in.Task); n > contract.MaxTaskBytes {
+		problems = append(problems, fmt.Sprintf("task: %d bytes, at most %d (%.1f MiB) are allowed; put large material in files the agents read, or shorten it",
+			n, contract.MaxTaskBytes, float64(contract.MaxTaskBytes)/(1<<20)))
+	}
+	if n := len(in.Config.Agents); n > contract.MaxAgents {
+		problems = append(problems, fmt.Sprintf("config.agents: %d agents, at most %d are allowed", n, contract.MaxAgents))
+	}
+	// Marshal sorts map keys: deterministic.
+	//workflowcheck:ignore
+	cfg, err := json.Marshal(in.Config)
+	//workflowcheck:ignore
+	crit, _ := json.Marshal(in.EvalCriteria)
+	if err == nil && len(cfg)+len(crit) > contract.MaxConfigBytes {
+		problems = append(problems, fmt.Sprintf("config and eval_criteria: %d bytes of JSON, at most %d are allowed; shorten the system messages or criteria",
+			len(cfg)+len(crit), contract.MaxConfigBytes))
+	}
+	return problems
 }

@@ -10,14 +10,16 @@ import (
 
 // TestReplay replays histories recorded on a real Temporal server: a
 // session made with fake activities (history_gen_test.go) before and after
-// the background status writer (workflow.GetVersion "async-status-writes"), a real `make
+// the background status writer (workflow.GetVersion "async-status-writes")
+// and since owned sessions with inputs by reference (workflow.GetVersion
+// "owned-session-inputs-by-reference"), a real `make
 // demo` session (real activities, offline model) and a pipeline run with a
 // call, a failure it continues past and evidence (pipeline_history_gen_test.go). A workflow change that would
 // break running sessions fails here, and needs workflow.GetVersion.
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*_history.json"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(files), 4)
+	require.GreaterOrEqual(t, len(files), 5)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -103,15 +104,45 @@ func TestHumanInputJSON(t *testing.T) {
 func TestNormalize(t *testing.T) {
 	in := CoordinationInput{Task: "t", Config: testConfig(a)}
 	in.Config.Orchestrator.Scheduling = ""
-	require.NoError(t, normalize(&in, "wf-1"))
+	require.NoError(t, normalize(&in, "wf-1", true))
 	require.Equal(t, "wf-1", in.SessionID)
 	require.Equal(t, config.SchedulingAsync, in.Config.Orchestrator.Scheduling)
 
 	var decoded CoordinationInput
 	require.NoError(t, json.Unmarshal([]byte(`{"task":"t","config":{"agents":[{"id":"agent_a","backend":{"model":"m"}}]},"session_id":"s"}`), &decoded))
-	require.NoError(t, normalize(&decoded, "wf"))
+	require.NoError(t, normalize(&decoded, "wf", true))
 	require.Equal(t, "s", decoded.SessionID)
 	require.Equal(t, 1800, decoded.Config.Orchestrator.OrchestratorTimeoutSeconds, "absent settings take their defaults")
+}
+
+// The size limits apply to new starts only: runs recorded before them
+// replay as they ran.
+func TestNormalizeLimits(t *testing.T) {
+	ids := make([]string, contract.MaxAgents+1)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("agent_%03d", i)
+	}
+	big := strings.Repeat("x", contract.MaxTaskBytes+1)
+	huge := testConfig(a)
+	huge.Agents[0].SystemMessage = strings.Repeat("y", contract.MaxConfigBytes)
+	for _, tc := range []struct {
+		name string
+		in   CoordinationInput
+		want string
+	}{
+		{"task", CoordinationInput{Task: big, Config: testConfig(a)}, "task: 1572865 bytes, at most 1572864"},
+		{"agents", CoordinationInput{Task: "t", Config: testConfig(ids...)}, "config.agents: 201 agents, at most 200"},
+		{"config", CoordinationInput{Task: "t", Config: huge}, "config and eval_criteria:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			require.ErrorContains(t, normalize(&in, "wf", true), tc.want)
+			in = tc.in
+			require.NoError(t, normalize(&in, "wf", false), "a recorded run is not held to the limits")
+		})
+	}
+	at := CoordinationInput{Task: strings.Repeat("x", contract.MaxTaskBytes), Config: testConfig(ids[:contract.MaxAgents]...)}
+	require.NoError(t, normalize(&at, "wf", true), "the limits themselves are allowed")
 }
 
 func TestTruncate(t *testing.T) {

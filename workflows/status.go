@@ -47,7 +47,7 @@ func (w *coordination) startStatusWriter(ctx workflow.Context) {
 // coordination goes on, in line (after the writes before it) when the
 // phase is final, so status.json is complete when the workflow ends.
 func (w *coordination) writeStatus(ctx workflow.Context) {
-	in := contract.WriteStatusInput{SessionID: w.in.SessionID, Status: w.snapshot()}
+	in := contract.WriteStatusInput{SessionID: w.in.SessionID, SessionRef: w.ref(), Status: w.snapshot()}
 	summary := "status · " + w.phase
 	if sw := w.statusW; sw != nil {
 		if !finalPhase(w.phase) && ctx.Err() == nil {

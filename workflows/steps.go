@@ -111,17 +111,20 @@ func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p lau
 	stepCtx, cancel := workflow.WithCancel(ctx)
 	r.cancel = cancel
 	stepCtx = workflow.WithActivityOptions(stepCtx, agentStepOptions(r.agent, r.step, w.in.StepHeartbeatSeconds))
-	f := workflow.ExecuteActivity(stepCtx, contract.NameAgentStep, contract.AgentStepInput{
-		SessionID:    w.in.SessionID,
-		Agent:        r.agent,
-		Step:         r.step,
-		Launch:       r.launch,
-		Task:         w.in.Task,
-		Config:       w.in.Config,
-		Mode:         r.mode,
-		Tally:        p.Tally,
-		EvalCriteria: w.in.EvalCriteria,
-	})
+	in := contract.AgentStepInput{
+		SessionID:  w.in.SessionID,
+		Agent:      r.agent,
+		Step:       r.step,
+		Launch:     r.launch,
+		SessionRef: w.ref(),
+		InputsHash: w.state.InputsHash,
+		Mode:       r.mode,
+		Tally:      p.Tally,
+	}
+	if in.InputsHash == "" { // a session created before inputs by reference
+		in.Task, in.Config, in.EvalCriteria = w.in.Task, w.in.Config, w.in.EvalCriteria
+	}
+	f := workflow.ExecuteActivity(stepCtx, contract.NameAgentStep, in)
 	w.running = append(w.running, r)
 	sel.AddFuture(f, func(f workflow.Future) { w.finish(ctx, r, f) })
 }

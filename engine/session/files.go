@@ -10,6 +10,17 @@ type Info struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// OwnerFile is owner.json: the workflow run chain a Temporal session
+// belongs to (contract.Owner), created exclusively before any other file
+// of the session, and the InputsHash of the task, config.json and
+// eval_criteria.json it was created with. Step mode writes none. It is
+// small, so every write of a step can check it cheaply.
+type OwnerFile struct {
+	WorkflowID string `json:"workflow_id"`
+	FirstRunID string `json:"first_run_id"`
+	InputsHash string `json:"inputs_hash"`
+}
+
 // AnswerFile is answer.json exactly as seed 000 defines it.
 type AnswerFile struct {
 	AgentID   string `json:"agent_id"`

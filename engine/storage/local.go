@@ -98,6 +98,34 @@ func notFound(err error) bool {
 // Put writes data to a temporary file in the key's directory, syncs it and
 // renames it over the key, so readers see the old value or the new one.
 func (l *Local) Put(ctx context.Context, key string, data []byte) error {
+	return l.write(ctx, "put", key, data, func(r *os.Root, tmp string) error {
+		if err := r.Rename(tmp, key); err != nil {
+			return fmt.Errorf("storage: put %q in %s: rename into place: %w; is a directory in the way?", key, l.dir, err)
+		}
+		return nil
+	})
+}
+
+// Create writes a temporary file like Put and hard-links it to the key:
+// link(2) fails if the key exists, so exactly one of concurrent Creates
+// wins, and the value appears whole.
+func (l *Local) Create(ctx context.Context, key string, data []byte) error {
+	return l.write(ctx, "create", key, data, func(r *os.Root, tmp string) error {
+		err := r.Link(tmp, key)
+		_ = r.Remove(tmp)
+		switch {
+		case errors.Is(err, fs.ErrExist):
+			return fmt.Errorf("storage: create %q in %s: %w", key, l.dir, ErrExists)
+		case err != nil:
+			return fmt.Errorf("storage: create %q in %s: link into place: %w", key, l.dir, err)
+		}
+		return nil
+	})
+}
+
+// write stores data in a synced temporary file next to key and lets place
+// move it there; the temporary file is removed if anything fails.
+func (l *Local) write(ctx context.Context, op, key string, data []byte, place func(r *os.Root, tmp string) error) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -121,7 +149,7 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 	var f *os.File
 	for attempt := 0; ; attempt++ {
 		if err := r.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("storage: put %q in %s: create directory: %w", key, l.dir, err)
+			return fmt.Errorf("storage: %s %q in %s: create directory: %w", op, key, l.dir, err)
 		}
 		f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil || !errors.Is(err, fs.ErrNotExist) || attempt == 3 {
@@ -129,28 +157,28 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("storage: put %q in %s: %w", key, l.dir, err)
+		return fmt.Errorf("storage: %s %q in %s: %w", op, key, l.dir, err)
 	}
 	cleanup := func() { _ = r.Remove(tmp) }
 	if _, err := f.Write(data); err != nil {
 		_ = f.Close()
 		cleanup()
-		return fmt.Errorf("storage: put %q in %s: write: %w; is the disk full?", key, l.dir, err)
+		return fmt.Errorf("storage: %s %q in %s: write: %w; is the disk full?", op, key, l.dir, err)
 	}
 	if err := f.Sync(); err != nil {
 		_ = f.Close()
 		cleanup()
-		return fmt.Errorf("storage: put %q in %s: sync: %w", key, l.dir, err)
+		return fmt.Errorf("storage: %s %q in %s: sync: %w", op, key, l.dir, err)
 	}
 	if err := f.Close(); err != nil {
 		cleanup()
-		return fmt.Errorf("storage: put %q in %s: close: %w", key, l.dir, err)
+		return fmt.Errorf("storage: %s %q in %s: close: %w", op, key, l.dir, err)
 	}
-	if err := r.Rename(tmp, key); err != nil {
+	if err := place(r, tmp); err != nil {
 		cleanup()
-		return fmt.Errorf("storage: put %q in %s: rename into place: %w; is a directory in the way?", key, l.dir, err)
+		return err
 	}
-	// Persist the rename itself; failure here only weakens durability.
+	// Persist the new name; failure here only weakens durability.
 	if d, err := r.Open(dir); err == nil {
 		_ = d.Sync()
 		_ = d.Close()

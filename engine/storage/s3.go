@@ -135,14 +135,41 @@ func (s *S3) Put(ctx context.Context, key string, data []byte) error {
 	if err := ValidKey(key); err != nil {
 		return err
 	}
+	if err := s.putObject(ctx, key, data, nil); err != nil {
+		return s.wrap("put", key, err)
+	}
+	return nil
+}
+
+// putObject uploads data in one request, under the condition ifNoneMatch
+// when it is set.
+func (s *S3) putObject(ctx context.Context, key string, data []byte, ifNoneMatch *string) error {
 	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(s.prefix + key),
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
+		IfNoneMatch:   ifNoneMatch,
 	})
+	return err
+}
+
+// Create uploads data only if the key does not exist yet: a conditional
+// PUT with If-None-Match: *, which AWS S3 and MinIO evaluate atomically.
+// 412 Precondition Failed means another writer was first (ErrExists); a
+// 409 ConditionalRequestConflict (a racing conditional write still in
+// flight) is returned as a plain error, to be retried.
+func (s *S3) Create(ctx context.Context, key string, data []byte) error {
+	if err := ValidKey(key); err != nil {
+		return err
+	}
+	err := s.putObject(ctx, key, data, aws.String("*"))
+	var resp *smithyhttp.ResponseError
+	if errors.As(err, &resp) && resp.HTTPStatusCode() == http.StatusPreconditionFailed {
+		return fmt.Errorf("storage: create %q in %s: %w", key, s.Location(), ErrExists)
+	}
 	if err != nil {
-		return s.wrap("put", key, err)
+		return s.wrap("create", key, err)
 	}
 	return nil
 }

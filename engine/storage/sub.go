@@ -45,6 +45,16 @@ func (s *sub) Put(ctx context.Context, key string, data []byte) error {
 	return s.parent.Put(ctx, s.prefix+key, data)
 }
 
+func (s *sub) Create(ctx context.Context, key string, data []byte) error {
+	if s.err != nil {
+		return s.err
+	}
+	if err := ValidKey(key); err != nil {
+		return err
+	}
+	return s.parent.Create(ctx, s.prefix+key, data)
+}
+
 func (s *sub) Get(ctx context.Context, key string) ([]byte, error) {
 	if s.err != nil {
 		return nil, s.err

@@ -211,6 +211,47 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) storage.Store) {
 		assert.Error(t, storage.CopyPrefix(ctx, s, "a/", "../b/"))
 	})
 
+	t.Run("create is exclusive", func(t *testing.T) {
+		s := open(t)
+		require.NoError(t, s.Create(ctx, "sess/session.json", []byte("first")))
+		err := s.Create(ctx, "sess/session.json", []byte("second"))
+		require.ErrorIs(t, err, storage.ErrExists)
+		got, err := s.Get(ctx, "sess/session.json")
+		require.NoError(t, err)
+		assert.Equal(t, "first", string(got), "a refused Create changed the value")
+
+		sub := storage.Sub(s, "other")
+		require.NoError(t, sub.Put(ctx, "session.json", []byte("put")))
+		require.ErrorIs(t, sub.Create(ctx, "session.json", []byte("x")), storage.ErrExists, "Create after Put")
+		assert.Error(t, s.Create(ctx, "../escape", nil))
+
+		// Of concurrent Creates of one key exactly one wins, and the
+		// stored value is the winner's, whole.
+		const n = 16
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() { errs[i] = s.Create(ctx, "race/session.json", bytes.Repeat([]byte{byte('a' + i)}, 4096)) })
+		}
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			if err == nil {
+				require.Equal(t, -1, winner, "two Creates succeeded")
+				winner = i
+				continue
+			}
+			require.ErrorIs(t, err, storage.ErrExists)
+		}
+		require.NotEqual(t, -1, winner, "no Create succeeded")
+		got, err = s.Get(ctx, "race/session.json")
+		require.NoError(t, err)
+		assert.Equal(t, bytes.Repeat([]byte{byte('a' + winner)}, 4096), got)
+		keys, err := s.List(ctx, "race/")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"race/session.json"}, keys, "no temporary file is left")
+	})
+
 	t.Run("concurrent puts", func(t *testing.T) {
 		s := open(t)
 		const n = 32

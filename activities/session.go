@@ -1,0 +1,197 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/session"
+	"github.com/conclave-ai/conclave/engine/storage"
+)
+
+// wrongStorageRetry is how soon an attempt refused for the wrong storage is
+// retried: soon, so that a worker with the right storage picks it up.
+const wrongStorageRetry = time.Second
+
+// InitSession creates the session. With an owner (every workflow since
+// sessions have owners) it first creates owner.json exclusively, recording
+// the owner and the hash of the inputs, then writes session.json and
+// stores config.json and eval_criteria.json for the steps to load. A
+// session that exists already is refused unless it is this owner's (a
+// retry, or a reset of the owner), and nothing stored changes. Without an
+// owner (histories recorded before) it writes the files as it always did.
+func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {
+	st, err := a.session(in.SessionID)
+	if err != nil {
+		return contract.InitSessionResult{}, err
+	}
+	created, err := time.Parse(time.RFC3339, in.CreatedAt)
+	if err != nil {
+		created = a.now()
+	}
+	info := session.Info{Task: in.Task, Agents: in.Agents, Mode: in.Mode, CreatedAt: created.UTC()}
+	if in.Owner == nil || in.Config == nil {
+		return a.initUnowned(ctx, st, info, in.EvalCriteria)
+	}
+	enc, err := session.EncodeInputs(in.Task, in.Config, in.EvalCriteria)
+	if err != nil {
+		return contract.InitSessionResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
+	}
+	rec := session.OwnerFile{WorkflowID: in.Owner.WorkflowID, FirstRunID: in.Owner.FirstRunID, InputsHash: enc.Hash}
+	if err := a.claim(ctx, st, in.SessionID, rec); err != nil {
+		return contract.InitSessionResult{}, err
+	}
+	if err := session.WriteJSON(ctx, st, session.InfoKey, info); err != nil {
+		return contract.InitSessionResult{}, err
+	}
+	if err := enc.Write(ctx, st); err != nil {
+		return contract.InitSessionResult{}, err
+	}
+	return contract.InitSessionResult{Location: st.Location(), InputsHash: enc.Hash}, nil
+}
+
+// claim makes rec the session's owner, or finds it is already: the owner's
+// own attempt whose first write landed, or a reset of the owner to before
+// InitSession, goes on; a session of another owner, or one made without an
+// owner (step mode, earlier versions), is refused for good.
+func (a *Activities) claim(ctx context.Context, st storage.Store, id string, rec session.OwnerFile) error {
+	_, err := st.Get(ctx, session.InfoKey)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		err = session.Claim(ctx, st, rec)
+		if !errors.Is(err, storage.ErrExists) {
+			return err // claimed, or storage trouble (retried)
+		}
+	case err != nil:
+		return err
+	}
+	have, err := session.ReadOwner(ctx, st)
+	if errors.Is(err, storage.ErrNotFound) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"session %q already exists in %s without an owner (made by step mode or an earlier version) and is not %s's; "+
+				"start with another session_id (or workflow id); nothing was changed", id, st.Location(), rec.WorkflowID),
+			contract.ErrTypeSessionOwned, nil)
+	}
+	if err != nil {
+		return err
+	}
+	caller := contract.Owner{WorkflowID: rec.WorkflowID, FirstRunID: rec.FirstRunID}
+	if owner := ownerOf(have); owner != caller {
+		return ownedError(id, st.Location(), owner, caller)
+	}
+	if have.InputsHash != rec.InputsHash {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"session %q in %s was created by this workflow with other inputs (%s, now %s); it cannot go on with these",
+			id, st.Location(), have.InputsHash, rec.InputsHash), contract.ErrTypeConfig, nil)
+	}
+	return nil
+}
+
+func ownerOf(f *session.OwnerFile) contract.Owner {
+	return contract.Owner{WorkflowID: f.WorkflowID, FirstRunID: f.FirstRunID}
+}
+
+// ownedError refuses a caller that is not the session's owner.
+func ownedError(id, location string, owner, caller contract.Owner) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"session %q in %s belongs to %s, not to %s: a session belongs to one workflow; "+
+			"start with another session_id (or workflow id); nothing was changed",
+		id, location, owner, caller), contract.ErrTypeSessionOwned, nil)
+}
+
+// initUnowned is InitSession as recorded before sessions had owners.
+func (a *Activities) initUnowned(ctx context.Context, st storage.Store, info session.Info, criteria []string) (contract.InitSessionResult, error) {
+	if err := session.WriteJSON(ctx, st, session.InfoKey, info); err != nil {
+		return contract.InitSessionResult{}, err
+	}
+	if len(criteria) > 0 {
+		if err := session.WriteJSON(ctx, st, session.EvalCriteriaKey, criteria); err != nil {
+			return contract.InitSessionResult{}, err
+		}
+	}
+	return contract.InitSessionResult{Location: st.Location()}, nil
+}
+
+// owned opens a session for a write and checks it against ref: this
+// worker's store must hold the session at ref.Location (else the attempt
+// is refused retryably, for a worker that does hold it), and the session
+// must belong to ref.Owner (else it is refused for good). It returns
+// owner.json, or nil for inputs recorded before sessions had owners.
+func (a *Activities) owned(ctx context.Context, id string, ref contract.SessionRef) (storage.Store, *session.OwnerFile, error) {
+	st, err := a.session(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ref.Location == "" && ref.Owner == nil {
+		return st, nil, nil
+	}
+	if ref.Location != "" && st.Location() != ref.Location {
+		return nil, nil, a.wrongStorage(ctx, id, fmt.Sprintf(
+			"this worker's storage puts session %q at %s, but the session was created at %s", id, st.Location(), ref.Location))
+	}
+	key := session.OwnerKey
+	var rec *session.OwnerFile
+	if ref.Owner != nil {
+		rec, err = session.ReadOwner(ctx, st)
+	} else { // a session created before owners: it has session.json
+		key = session.InfoKey
+		_, err = st.Get(ctx, key)
+	}
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil, a.wrongStorage(ctx, id, fmt.Sprintf(
+			"session %q was created at %s, but this worker's storage has no %s at %s", id, ref.Location, key, st.Location()))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec != nil && ownerOf(rec) != *ref.Owner {
+		return nil, nil, ownedError(id, st.Location(), ownerOf(rec), *ref.Owner)
+	}
+	return st, rec, nil
+}
+
+// wrongStorage is the retryable refusal of a worker whose storage does not
+// hold the session, logged so the misconfigured worker's log shows it.
+func (a *Activities) wrongStorage(ctx context.Context, id, what string) error {
+	msg := what + ": workers on one task queue must use the same storage (--storage); " +
+		"this worker refused the attempt and Temporal retries it, so a worker with the session's storage can take it — fix or stop this worker"
+	if activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		activity.GetLogger(ctx).Error("refusing a session this worker's storage does not hold",
+			"session", id, "activity", info.ActivityType.Name, "attempt", info.Attempt, "error", msg)
+	}
+	return temporal.NewApplicationErrorWithOptions(msg, contract.ErrTypeWrongStorage,
+		temporal.ApplicationErrorOptions{NextRetryDelay: wrongStorageRetry})
+}
+
+// inputs returns what a step runs on: the stored inputs when the input
+// carries their hash, else the inline ones of histories recorded before.
+func inputs(ctx context.Context, st storage.Store, rec *session.OwnerFile, hash, task string, cfg config.Config, criteria []string) (*session.Inputs, error) {
+	if hash == "" {
+		// Never nil: the workflow's criteria are the step's, none included.
+		return &session.Inputs{Task: task, Config: cfg, Criteria: append([]string{}, criteria...)}, nil
+	}
+	if rec == nil {
+		return nil, temporal.NewNonRetryableApplicationError(
+			"inputs by reference need the session's owner and location; the workflow sent neither", contract.ErrTypeConfig, nil)
+	}
+	in, err := session.LoadInputs(ctx, st, rec.InputsHash, hash)
+	if errors.Is(err, session.ErrInputsChanged) {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
+	}
+	return in, err
+}
+
+// ownerName is step.Options.Owner: "" for inputs without an owner.
+func ownerName(o *contract.Owner) string {
+	if o == nil {
+		return ""
+	}
+	return o.String()
+}
