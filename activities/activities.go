@@ -126,7 +126,7 @@ func (a *Activities) Present(ctx context.Context, in contract.PresentInput) (con
 		EvalCriteria: inputs.Criteria, Model: model, Tag: "present", OnCheckpoint: hb.turns, Now: a.now,
 	})
 	if err != nil {
-		return contract.PresentResult{}, classify(err)
+		return contract.PresentResult{}, withUsage(classify(err), usage)
 	}
 	text, truncated := contract.Truncate(final.Answer, contract.MaxFinalAnswerBytes)
 	return contract.PresentResult{Presenter: in.Presenter, Answer: text, Truncated: truncated, Key: session.FinalAnswerKey, Usage: coord.Usage(usage)}, nil

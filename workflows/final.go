@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"errors"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -26,6 +28,7 @@ func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error)
 		workflow.GetLogger(ctx).Warn("presentation failed; using the winner's stored answer",
 			"winner", w.verdict.Winner, "strategy", strategy, "error", err)
 		w.presentFallback = strategy + " presentation by " + w.verdict.Winner + " failed: " + failureReason(err)
+		w.state.Usage = w.state.Usage.Add(spentBy(err))
 		pr, err = w.runPresent(ctx, w.verdict.Winner, string(config.FinalWinnerReuse))
 	}
 	if ctx.Err() != nil {
@@ -149,4 +152,16 @@ func (w *coordination) result(pr contract.PresentResult) CoordinationResult {
 // awaitHandlers lets running update handlers finish before the run ends.
 func (w *coordination) awaitHandlers(ctx workflow.Context) error {
 	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+}
+
+// spentBy is the usage a failed activity reported with its error (see
+// activities' withUsage); zero when it reported none, as every activity
+// recorded before it did.
+func spentBy(err error) coord.Usage {
+	var ae *temporal.ApplicationError
+	var u coord.Usage
+	if errors.As(err, &ae) && ae.HasDetails() && ae.Details(&u) == nil {
+		return u
+	}
+	return coord.Usage{}
 }

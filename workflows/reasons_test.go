@@ -46,3 +46,30 @@ func TestFailureReasonIsShort(t *testing.T) {
 	require.True(t, strings.HasSuffix(got, "…"))
 	require.True(t, utf8.ValidString(got))
 }
+
+// The tokens a failed presentation spent (reported with its error) count
+// in the session's usage after the fallback.
+func TestFallbackCountsPresentationTokens(t *testing.T) {
+	spent := coord.Usage{InputTokens: 700, OutputTokens: 30, CostUSD: 0.5}
+	run := func(details ...any) coord.Usage {
+		seen := map[string]int{a: 1, b: 1}
+		h := newHarness(t, map[stepKey]scripted{
+			{a, 1}: answer(time.Minute), {b, 1}: answer(2 * time.Minute),
+			{a, 2}: vote(b, 2*time.Minute, seen), {b, 2}: vote(b, 3*time.Minute, seen),
+		})
+		h.presentErr = map[string]error{
+			string(config.FinalSynthesize): temporal.NewApplicationErrorWithOptions("presenter model gone", "ModelRejected",
+				temporal.ApplicationErrorOptions{NonRetryable: true, Details: details}),
+		}
+		cfg := testConfig(a, b)
+		cfg.Orchestrator.FinalAnswerStrategy = config.FinalSynthesize
+		h.run(input(cfg))
+		r := h.result()
+		require.NotEmpty(t, r.PresentationFallback)
+		return r.Usage
+	}
+	without, with := run(), run(spent)
+	require.Equal(t, without.InputTokens+spent.InputTokens, with.InputTokens)
+	require.Equal(t, without.OutputTokens+spent.OutputTokens, with.OutputTokens)
+	require.InDelta(t, without.CostUSD+spent.CostUSD, with.CostUSD, 1e-9)
+}
