@@ -304,7 +304,7 @@ func TestResumeDoesNotRepeatModelCalls(t *testing.T) {
 
 	// A new worker: fresh workspace, same transcript.
 	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
-	in.Resume = last
+	in.Prior = stored(t, last)
 	out, err := Run(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, coord.ActionNewAnswer, out.Action)
@@ -402,7 +402,7 @@ func TestResumeFinishedStepMakesNoCall(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, last.State.Final)
 
-	in.Resume = last
+	in.Prior = stored(t, last)
 	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
 	again, err := Run(context.Background(), in)
 	require.NoError(t, err)
@@ -430,9 +430,22 @@ func TestExhaustedTranscriptStartsOver(t *testing.T) {
 	require.ErrorAs(t, err, &ee)
 	require.Equal(t, 3, last.State.Attempts)
 
-	in.Resume = last
+	in.Prior = stored(t, last)
 	out, err := Run(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, "finally", out.Answer)
 	require.Equal(t, 0, out.Transcript.State.Attempts)
+}
+
+// mem is an agent.Store in memory.
+type mem map[string][]byte
+
+func (m mem) Put(_ context.Context, key string, data []byte) error { m[key] = data; return nil }
+
+// stored is tr as a stored checkpoint.
+func stored(t *testing.T, tr *Transcript) *agent.Prior {
+	t.Helper()
+	data, err := tr.MarshalJSONL()
+	require.NoError(t, err)
+	return &agent.Prior{Store: mem{}, Key: "trace.jsonl", Data: data}
 }

@@ -122,11 +122,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("read the checkpoint %s: %w", traceKey, err)
 	}
 	stored := err == nil
-	var prior *round.Transcript
-	var priorErr error
 	if stored {
-		prior, priorErr = agent.ParseTranscript[round.State](data)
-		o.Visible = sameLaunchView(o, prior)
+		// Only a peek at the view the first attempt was shown: whether
+		// the checkpoint is resumed is the engine's rule (agent.Prior).
+		t, _ := agent.ParseTranscript[round.State](data)
+		o.Visible = sameLaunchView(o, t)
 	}
 
 	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(agentIDs(snap))}
@@ -144,11 +144,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, traceKey, o.OnCheckpoint)
 	in.Binding = binding(o.Owner, stepNo, &in)
-	if stored {
-		in.Resume = resumable(prior, priorErr, in.Binding, func(f string, args ...any) {
-			o.Logf("%s step %d: "+f, append([]any{o.Agent, stepNo}, args...)...)
-		})
-	}
+	in.Prior = prior(o.Store, traceKey, data, stored)
+	in.Logf = func(f string, args ...any) { o.Logf("%s step %d: "+f, append([]any{o.Agent, stepNo}, args...)...) }
 
 	started := o.Now()
 	out, err := round.Run(ctx, in)
