@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/conclave-ai/conclave/engine/agent"
+	"github.com/conclave-ai/conclave/engine/agent/agenttest"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/internal/llmtest"
@@ -102,7 +102,7 @@ func TestResumeRepeatsNoCompletedCall(t *testing.T) {
 	require.Equal(t, 1, saved.Turns)
 
 	in.Workspace = t.TempDir() // a new worker: the old workspace is gone
-	in.Prior = stored(t, saved)
+	in.Prior = agenttest.Stored(t, saved)
 	out, _, err := Run(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, pipeline.Completed, out.Status)
@@ -112,7 +112,7 @@ func TestResumeRepeatsNoCompletedCall(t *testing.T) {
 	require.Equal(t, 3, srv.Count(), "the write is not asked for again")
 
 	// A finished transcript returns its outcome without a model call.
-	in.Prior = stored(t, saved)
+	in.Prior = agenttest.Stored(t, saved)
 	again, _, err := Run(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, out.Status, again.Status)
@@ -128,17 +128,4 @@ func TestUnknownToolsFailTheStep(t *testing.T) {
 	require.Equal(t, pipeline.Failed, out.Status)
 	require.Contains(t, out.Error, `"run_shell"`)
 	require.Equal(t, MaxUnknownToolReplies, srv.Count())
-}
-
-// mem is an agent.Store in memory.
-type mem map[string][]byte
-
-func (m mem) Put(_ context.Context, key string, data []byte) error { m[key] = data; return nil }
-
-// stored is tr as a stored checkpoint.
-func stored(t *testing.T, tr *Transcript) *agent.Prior {
-	t.Helper()
-	data, err := tr.MarshalJSONL()
-	require.NoError(t, err)
-	return &agent.Prior{Store: mem{}, Key: "trace.jsonl", Data: data}
 }
