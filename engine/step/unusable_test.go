@@ -170,3 +170,38 @@ func TestPresentationStartsFreshFromADamagedCheckpoint(t *testing.T) {
 	unusable(t, st, session.FinalTraceKey, bad, srv, logged, "it is damaged: trace line 1")
 	require.Contains(t, logged[0], "presentation by agent_b")
 }
+
+// A retry of the same launch borrows its first attempt's view only to
+// resume that attempt: when the checkpoint is not resumed, the fresh start
+// is shown the session as it is.
+func TestFreshStartIsShownTheSessionAsItIs(t *testing.T) {
+	ctx := context.Background()
+	st := store(t)
+	twoAnswers(t, st)
+	srv := llmtest.Start(t,
+		llmtest.Text("thinking about B1").Once(),
+		llmtest.Fail(503, "busy").Once(),
+		llmtest.Call("vote", `{"agent_id":"agent2","reason":"B2"}`),
+	)
+	var logged []string
+	o := Options{Store: st, Config: team(t), Agent: "agent_a", Task: "t", Step: 2, Model: model(t, srv), Tag: "3", Now: now,
+		Logf: func(f string, args ...any) { logged = append(logged, fmt.Sprintf(f, args...)) }}
+	_, err := Run(ctx, o)
+	require.Error(t, err)
+	_, err = session.Save(ctx, st, session.StepOutput{Agent: "agent_b", Action: "new_answer", Answer: "B2", Now: now()})
+	require.NoError(t, err)
+	key := session.TraceKey("agent_a", 2)
+	valid, err := st.Get(ctx, key)
+	require.NoError(t, err)
+	require.NoError(t, st.Put(ctx, key, []byte(replaceOnce(`"binding":"`, `"binding":"0`)(string(valid)))))
+
+	res, err := Run(ctx, o)
+	require.NoError(t, err)
+	require.Equal(t, 3, srv.Count())
+	fresh := srv.Requests()[2]
+	require.Len(t, fresh.Messages, 2, "a fresh start")
+	require.True(t, fresh.Contains("<agent2.2> B2"), "shown the answer stored meanwhile")
+	require.Equal(t, 2, res.Outcome.SeenSteps["agent_b"])
+	require.Len(t, logged, 1)
+	require.Contains(t, logged[0], "it belongs to an attempt with other inputs")
+}
