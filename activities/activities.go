@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -90,7 +91,7 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 		Store: st, Config: cfg, Agent: agent.ID, Task: inputs.Task, EvalCriteria: inputs.Criteria,
 		Step: in.Step, Mode: mode, Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Owner: ownerName(in.Owner), Model: model,
 		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
-		OnCheckpoint: hb.turns, Now: a.now,
+		OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now,
 	})
 	if err != nil {
 		return contract.AgentStepResult{}, classify(err)
@@ -123,7 +124,7 @@ func (a *Activities) Present(ctx context.Context, in contract.PresentInput) (con
 	defer hb.stop()
 	final, usage, err := step.Present(ctx, step.PresentOptions{
 		Store: st, Config: cfg, Presenter: in.Presenter, Task: inputs.Task, Strategy: strategy,
-		EvalCriteria: inputs.Criteria, Model: model, Tag: "present", OnCheckpoint: hb.turns, Now: a.now,
+		EvalCriteria: inputs.Criteria, Model: model, Tag: "present", OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now,
 	})
 	if err != nil {
 		return contract.PresentResult{}, withUsage(classify(err), usage)
@@ -183,6 +184,17 @@ func (a *Activities) prepare(raw config.Config, agentID string) (*config.Config,
 	return &cfg, agent, model, nil
 }
 
+// warn is the engine's Logf in an activity: a warning in the worker's log,
+// which the SDK's logger tags with the workflow, activity and attempt — a
+// checkpoint that was not resumed, and why, is told there.
+func warn(ctx context.Context) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		if activity.IsActivity(ctx) {
+			activity.GetLogger(ctx).Warn(fmt.Sprintf(format, args...))
+		}
+	}
+}
+
 // classify maps engine errors onto Temporal's retry semantics.
 func classify(err error) error {
 	var enf *round.EnforcementError
@@ -191,7 +203,7 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &enf) || errors.As(err, &turns):
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeEnforcement, err)
-	case errors.Is(err, step.ErrBadInput) || errors.Is(err, step.ErrDamaged):
+	case errors.Is(err, step.ErrBadInput):
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
 	case errors.As(err, &me) && !me.Retryable:
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeModel, err)

@@ -2,11 +2,15 @@ package activities
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/internal/llmtest"
@@ -49,14 +53,38 @@ func TestPipelineStepResumesCheckpoint(t *testing.T) {
 	require.Equal(t, res.Status, again.Status)
 }
 
-func TestPipelineStepRefusesDamagedCheckpoint(t *testing.T) {
-	acts, env, _, st := setup(t, llmtest.Text("done"))
-	require.NoError(t, st.Put(context.Background(), "run-1/steps/001-build/trace.jsonl", []byte("{not json")))
-	_, err := env.ExecuteActivity(acts.PipelineStep, pipelineStepInput())
-	require.ErrorContains(t, err, "trace.jsonl: the checkpoint is damaged")
-	data, err := st.Get(context.Background(), "run-1/steps/001-build/trace.jsonl")
+// warnings records what the worker's log is told.
+type warnings struct {
+	log.Logger
+	got []string
+}
+
+func (w *warnings) Warn(msg string, _ ...any) { w.got = append(w.got, msg) }
+
+// A damaged checkpoint is not resumed and does not stop the step: it is
+// kept aside, the worker's log says why, and the step starts fresh.
+func TestPipelineStepStartsFreshFromADamagedCheckpoint(t *testing.T) {
+	acts, _, _, st := setup(t, llmtest.Text("done"))
+	rec := &warnings{Logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler))}
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(rec)
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+	ctx := context.Background()
+	require.NoError(t, st.Put(ctx, "run-1/steps/001-build/trace.jsonl", []byte("{not json")))
+	v, err := env.ExecuteActivity(acts.PipelineStep, pipelineStepInput())
 	require.NoError(t, err)
-	require.Equal(t, "{not json", string(data), "nothing stored is overwritten")
+	var res contract.PipelineStepResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, pipeline.Completed, res.Status)
+	require.Equal(t, 1, res.Turns, "the model was asked again")
+	kept := agent.UnusableKey("steps/001-build/trace.jsonl", []byte("{not json"))
+	data, err := st.Get(ctx, "run-1/"+kept)
+	require.NoError(t, err)
+	require.Equal(t, "{not json", string(data), "the damaged checkpoint is kept")
+	require.Len(t, rec.got, 1)
+	require.Contains(t, rec.got[0], "it is damaged: trace line 1")
+	require.Contains(t, rec.got[0], "kept as "+kept)
 }
 
 // A folder checkpointed before trace.jsonl holds trace.json, which is never

@@ -39,6 +39,12 @@ type Policy[S any] interface {
 	// Finished reports whether t.State holds the step's outcome; a finished
 	// transcript is returned without another model call.
 	Finished(t *Transcript[S]) bool
+	// Check is asked about a stored transcript before it is resumed, as it
+	// was read (its files not yet replayed): an error says why it cannot
+	// be continued — a recorded outcome that breaks the rules it was made
+	// under (a hand-edited checkpoint), or an attempt that failed for good
+	// — and the step starts fresh instead (see resume).
+	Check(t *Transcript[S]) error
 }
 
 // Turn is how a policy answers one model reply.
@@ -67,16 +73,20 @@ type Config[S any] struct {
 	Files    Files
 	// Tag, Binding, Messages and State start a fresh step: its launch, the
 	// fingerprint of its inputs, its opening messages and the policy's
-	// initial state.
+	// initial state. A stored checkpoint is resumed only with the same
+	// Binding.
 	Tag      string
 	Binding  string
 	Messages []llm.Message
 	State    S
-	// Resume is a checkpoint to continue instead. The workspace of the
-	// attempt that wrote it is gone with its worker, so its answered file
-	// writes are applied again first — also for a finished step, whose
-	// files are about to be stored (again).
-	Resume *Transcript[S]
+	// Prior is the stored checkpoint of the step, if any, to continue
+	// instead when it may be (see resume). The workspace of the attempt
+	// that wrote it is gone with its worker, so its answered file writes
+	// are applied again first — also for a finished step, whose files are
+	// about to be stored (again).
+	Prior *Prior
+	// Logf reports a checkpoint that is not resumed and why; nil discards.
+	Logf func(format string, args ...any)
 	// Checkpoint stores the whole transcript after every model turn and
 	// every change between turns.
 	Checkpoint func(ctx context.Context, t *Transcript[S]) error
@@ -90,8 +100,14 @@ func Run[S any](ctx context.Context, cfg Config[S], p Policy[S]) (*Transcript[S]
 		return nil, errors.New("agent: no model")
 	}
 	r := &run[S]{cfg: &cfg, p: p}
-	if cfg.Resume != nil {
-		r.t = cfg.Resume
+	if cfg.Prior != nil {
+		t, err := resume(ctx, &cfg, p)
+		if err != nil {
+			return nil, err
+		}
+		r.t = t
+	}
+	if r.t != nil {
 		r.replayWrites()
 		if p.Finished(r.t) {
 			return r.t, nil

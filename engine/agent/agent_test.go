@@ -50,6 +50,20 @@ func (finish) SafePoint(context.Context, *Transcript[finishState]) ([]llm.Messag
 }
 func (finish) OutOfTurns(*Transcript[finishState]) error { return context.DeadlineExceeded }
 func (finish) Finished(t *Transcript[finishState]) bool  { return t.State.Done }
+func (finish) Check(*Transcript[finishState]) error      { return nil }
+
+// mem is a Store in memory.
+type mem map[string][]byte
+
+func (m mem) Put(_ context.Context, key string, data []byte) error { m[key] = data; return nil }
+
+// stored is t as a stored checkpoint.
+func stored[S any](tb testing.TB, t *Transcript[S]) *Prior {
+	tb.Helper()
+	data, err := t.MarshalJSONL()
+	require.NoError(tb, err)
+	return &Prior{Store: mem{}, Key: "trace.jsonl", Data: data}
+}
 
 func write(id, path string) llm.ToolCall {
 	return llm.ToolCall{ID: id, Name: tools.WriteFile, Arguments: `{"path":"` + path + `","content":"x"}`}
@@ -70,7 +84,7 @@ func TestResumeReplaysAnsweredAllowedWrites(t *testing.T) {
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{write("2", "last.txt"), {ID: "3", Name: "done"}}},
 	}}
 	m := &script{}
-	t2, err := Run(context.Background(), Config[finishState]{Model: m, MaxTurns: 5, Files: files, Resume: saved}, finish{})
+	t2, err := Run(context.Background(), Config[finishState]{Model: m, MaxTurns: 5, Files: files, Prior: stored(t, saved)}, finish{})
 	require.NoError(t, err)
 	require.Zero(t, m.calls, "the last reply is answered without a model call")
 	require.True(t, t2.State.Done)
@@ -101,7 +115,7 @@ func TestReplaySkipsDisallowedWrites(t *testing.T) {
 	require.Equal(t, "Error: no such tool", saved.Messages[2].Content)
 	require.Equal(t, 2, saved.Turns)
 
-	cfg.Resume = saved // the same step on a new worker
+	cfg.Prior = stored(t, saved) // the same step on a new worker
 	dir := t.TempDir()
 	cfg.Files.Workspace = &tools.Workspace{Dir: dir}
 	_, err = Run(context.Background(), cfg, finish{})

@@ -91,7 +91,8 @@ func (t *Transcript[S]) stateLine() (json.RawMessage, error) {
 }
 
 // ParseTranscript decodes trace.jsonl. A damaged trace is an error, never a
-// silently shorter conversation: resuming from it would repeat paid calls.
+// silently shorter conversation; Run then starts the step fresh and keeps
+// the damaged file (see resume).
 func ParseTranscript[S any](data []byte) (*Transcript[S], error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)

@@ -2,7 +2,9 @@ package round
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -188,4 +190,36 @@ func knows(known []Answer, agent string) bool {
 		}
 	}
 	return false
+}
+
+// recheck validates a recorded action again as the workflow call that made
+// it was validated: the same mode, the same answers known, the same limits.
+func (p *policy) recheck(t *Transcript) error {
+	f := t.State.Final
+	var name string
+	var args map[string]string
+	switch f.Action {
+	case coord.ActionNewAnswer:
+		name, args = tools.NewAnswer, map[string]string{"content": f.Answer}
+	case coord.ActionVote:
+		name, args = tools.Vote, map[string]string{"agent_id": f.TargetLabel, "reason": f.Reason}
+	case coord.ActionStop:
+		name, args = tools.Stop, map[string]string{"summary": f.Summary, "status": f.StopStatus}
+	default:
+		return fmt.Errorf("its recorded action %q is not one of new_answer, vote, stop", f.Action)
+	}
+	data, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	out, reason, res := p.validate(t, llm.ToolCall{Name: name, Arguments: string(data)}, agent.Files{})
+	switch {
+	case reason != "":
+		return fmt.Errorf("its recorded %s is invalid (%s: %s)", f.Action, reason, res.Content)
+	case out.Target != f.Target:
+		return fmt.Errorf("its recorded vote is for %q, but %q names %q", f.Target, f.TargetLabel, out.Target)
+	case !maps.Equal(f.SeenSteps, t.State.SeenSteps):
+		return fmt.Errorf("its recorded %s claims answers seen that the step did not see", f.Action)
+	}
+	return nil
 }

@@ -23,19 +23,12 @@ func Run(ctx context.Context, in Input) (*Outcome, error) {
 		return nil, err
 	}
 	p := &policy{in: &in, anon: coord.AnonymousIDs(in.Agents), real: coord.RealIDs(in.Agents)}
-	if t := in.Resume; t != nil && t.State.Final == nil && (t.State.Attempts >= in.MaxAttempts || t.Turns >= in.MaxTurns) {
-		in.Resume = nil // that attempt failed for good: a new run starts over
-	}
 	cfg := agent.Config[State]{
 		Model: in.Model, ModelName: in.ModelName, Temperature: in.Temperature, MaxTokens: in.MaxTokens,
 		OnChunk: in.OnChunk, MaxTurns: in.MaxTurns, Files: agent.Files{Workspace: in.Workspace},
-		Tag: in.Tag, Binding: in.Binding, Resume: in.Resume, Checkpoint: in.Checkpoint,
+		Tag: in.Tag, Binding: in.Binding, Prior: in.Prior, Logf: in.Logf, Checkpoint: in.Checkpoint,
 	}
-	if in.Resume == nil {
-		cfg.Messages, cfg.State = p.start()
-	} else if in.Resume.State.SeenSteps == nil {
-		in.Resume.State.SeenSteps = map[string]int{}
-	}
+	cfg.Messages, cfg.State = p.start() // used unless the prior checkpoint is resumed
 	t, err := agent.Run(ctx, cfg, p)
 	if err != nil {
 		return nil, err
@@ -65,7 +58,7 @@ func check(in *Input) error {
 	if !in.Mode.Valid() {
 		return fmt.Errorf("round: unknown mode %q", in.Mode)
 	}
-	if in.Mode == coord.ModeVoteOnly && len(in.Answers) == 0 && in.Resume == nil {
+	if in.Mode == coord.ModeVoteOnly && len(in.Answers) == 0 && in.Prior == nil {
 		return fmt.Errorf("round: agent %s may only vote, but there is no answer to vote for", in.Agent)
 	}
 	if in.MaxAttempts <= 0 {
@@ -99,6 +92,30 @@ func (p *policy) start() ([]llm.Message, State) {
 }
 
 func (p *policy) Finished(t *Transcript) bool { return t.State.Final != nil }
+
+// Check refuses to resume an attempt that failed for good (a new run
+// starts over) and a recorded action that breaks the rules it was made
+// under: it is validated again exactly as the model's call was, so a
+// hand-edited checkpoint cannot store a vote for an unknown agent or an
+// empty answer.
+func (p *policy) Check(t *Transcript) error {
+	s := &t.State
+	if s.SeenSteps == nil {
+		s.SeenSteps = map[string]int{}
+	}
+	for _, k := range s.Known {
+		if _, ok := p.anon[k.Agent]; !ok {
+			return fmt.Errorf("it lists an answer of %q, who is not an agent of the session", k.Agent)
+		}
+	}
+	if s.Final == nil {
+		if s.Attempts >= p.in.MaxAttempts || t.Turns >= p.in.MaxTurns {
+			return fmt.Errorf("the attempt it records failed for good (%d enforcement attempts, %d model turns)", s.Attempts, t.Turns)
+		}
+		return nil
+	}
+	return p.recheck(t)
+}
 
 func (p *policy) OutOfTurns(t *Transcript) error {
 	return &TurnLimitError{Agent: p.in.Agent, Turns: t.Turns}

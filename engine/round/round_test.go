@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclave-ai/conclave/engine/agent"
+	"github.com/conclave-ai/conclave/engine/agent/agenttest"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/tools"
@@ -304,7 +305,7 @@ func TestResumeDoesNotRepeatModelCalls(t *testing.T) {
 
 	// A new worker: fresh workspace, same transcript.
 	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
-	in.Resume = last
+	in.Prior = agenttest.Stored(t, last)
 	out, err := Run(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, coord.ActionNewAnswer, out.Action)
@@ -402,7 +403,7 @@ func TestResumeFinishedStepMakesNoCall(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, last.State.Final)
 
-	in.Resume = last
+	in.Prior = agenttest.Stored(t, last)
 	in.Workspace = &tools.Workspace{Dir: t.TempDir()}
 	again, err := Run(context.Background(), in)
 	require.NoError(t, err)
@@ -430,9 +431,33 @@ func TestExhaustedTranscriptStartsOver(t *testing.T) {
 	require.ErrorAs(t, err, &ee)
 	require.Equal(t, 3, last.State.Attempts)
 
-	in.Resume = last
+	in.Prior = agenttest.Stored(t, last)
 	out, err := Run(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, "finally", out.Answer)
 	require.Equal(t, 0, out.Transcript.State.Attempts)
+}
+
+// A recorded stop with a status stop never accepts is not trusted on
+// resume: the step asks the model again and says why.
+func TestResumedStopIsValidatedAgain(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Call("stop", `{"summary":"header done","status":"complete"}`))
+	in := input(t, srv, "agent_a", ansA)
+	in.Mode = coord.ModeDecomposition
+	var last *Transcript
+	in.Checkpoint = func(_ context.Context, tr *Transcript) error { c := *tr; last = &c; return nil }
+	_, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	forged := *last.State.Final
+	forged.StopStatus = "maybe"
+	last.State.Final = &forged
+	in.Prior = agenttest.Stored(t, last)
+	var logged []string
+	in.Logf = func(f string, args ...any) { logged = append(logged, fmt.Sprintf(f, args...)) }
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, "complete", out.StopStatus)
+	require.Equal(t, 2, srv.Count(), "the forged stop was not stored: the model was asked again")
+	require.Len(t, logged, 1)
+	require.Contains(t, logged[0], "its recorded stop is invalid (invalid_arguments")
 }

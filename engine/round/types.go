@@ -92,9 +92,12 @@ type Input struct {
 	OnChunk func()
 
 	// Checkpoint is called after every model turn and every injection with
-	// the whole transcript; Resume restarts from one.
+	// the whole transcript; Prior is the stored one, resumed when the
+	// agent-step engine's rule allows it (agent.Prior), and Logf is told
+	// when it does not.
 	Checkpoint func(ctx context.Context, t *Transcript) error
-	Resume     *Transcript
+	Prior      *agent.Prior
+	Logf       func(format string, args ...any)
 }
 
 // Transcript is a coordination step's transcript: the conversation and the

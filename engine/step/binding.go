@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"sort"
 
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/engine/session"
+	"github.com/conclave-ai/conclave/engine/storage"
 )
 
 // shown is what binds a checkpoint to one attempt: the session's owner, the
@@ -58,21 +60,14 @@ func binding(owner string, stepNo int, in *round.Input) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// resumable is the stored checkpoint of a coordination step or of the
-// presentation when this attempt may continue it. A checkpoint of other
-// inputs (or of a version without a binding), or one that cannot be parsed,
-// is not resumed: the step starts fresh, says why through logf, and its
-// first checkpoint overwrites the old one.
-func resumable(t *round.Transcript, err error, bind string, logf func(string, ...any)) *round.Transcript {
-	switch {
-	case err != nil:
-		logf("the stored checkpoint cannot be read (%v); starting the step fresh", err)
-		return nil
-	case t.Binding != bind:
-		logf("the stored checkpoint belongs to an attempt with other inputs (task, answers shown, criteria, mode or launch); starting the step fresh")
+// prior is the stored checkpoint at key for the agent-step engine, which
+// resumes it or — damaged, of other inputs, hand-edited — keeps a copy,
+// says why through logf and starts the step fresh (agent.Prior).
+func prior(st storage.Store, key string, data []byte, stored bool) *agent.Prior {
+	if !stored {
 		return nil
 	}
-	return t
+	return &agent.Prior{Store: st, Key: key, Data: data}
 }
 
 // sameLaunchView is what a step is shown when its caller did not say

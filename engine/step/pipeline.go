@@ -21,7 +21,7 @@ type PipelineOptions struct {
 	// Seq is the step's number in the run, assigned by the workflow, so a
 	// retried step finds its folder and checkpoint again.
 	Seq int
-	// Step is what to run; its Workspace, Transcript, Resume and
+	// Step is what to run; its Workspace, Prior, Resume, Logf and
 	// Checkpoint are filled in here.
 	Step runner.Input
 	// From is the folder whose workspace the step starts from; "" starts
@@ -33,6 +33,9 @@ type PipelineOptions struct {
 	Return    []llm.Message
 	// OnCheckpoint is told after every stored checkpoint (heartbeats).
 	OnCheckpoint func(turns int)
+	// Logf reports what a person may want to know, such as a checkpoint
+	// that was not resumed; nil discards it.
+	Logf func(format string, args ...any)
 }
 
 // PipelineStep is a finished pipeline step, its files stored in Folder.
@@ -45,10 +48,6 @@ type PipelineStep struct {
 	// MessagesKey holds the step's messages when it called another step.
 	MessagesKey string
 }
-
-// ErrDamaged marks a stored checkpoint that cannot be parsed: the step
-// stops, since starting over would pay again for the calls it holds.
-var ErrDamaged = errors.New("the checkpoint is damaged")
 
 // RunPipeline runs one pipeline step in a temporary workspace loaded from
 // the step it follows, resuming its checkpoint when it has one, and stores
@@ -69,18 +68,21 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineStep, error) 
 	in.Workspace = dir
 	traceKey := session.StepTraceKey(folder)
 	// Only trace.jsonl is read: a folder written before it, with trace.json,
-	// starts fresh.
+	// starts fresh. A stored checkpoint is resumed by the agent-step
+	// engine's one rule (agent.Prior): one that cannot be — damaged,
+	// hand-edited — is kept aside, reported through Logf, and the step
+	// starts fresh, from its opening or its return messages below.
 	data, err := o.Store.Get(ctx, traceKey)
-	switch {
-	case err == nil:
-		t, err := agent.ParseTranscript[runner.State](data)
-		if err != nil || len(t.Messages) == 0 {
-			return nil, fmt.Errorf("%s: %w (%v); resuming from it would repeat paid calls, so the step stops", traceKey, ErrDamaged, err)
-		}
-		in.Transcript = t
-	case !errors.Is(err, storage.ErrNotFound):
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, err // storage trouble: retried
-	case o.ResumeKey != "":
+	}
+	in.Prior = prior(o.Store, traceKey, data, err == nil)
+	in.Logf = func(f string, args ...any) {
+		if o.Logf != nil {
+			o.Logf("pipeline step %s: "+f, append([]any{folder}, args...)...)
+		}
+	}
+	if o.ResumeKey != "" {
 		var saved []llm.Message
 		if err := session.ReadJSON(ctx, o.Store, o.ResumeKey, &saved); err != nil {
 			return nil, fmt.Errorf("load the messages step %q saved for its call: %w", in.Step, err)

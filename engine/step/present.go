@@ -2,6 +2,7 @@ package step
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -31,7 +32,10 @@ type PresentOptions struct {
 	// Owner is the session owner's id, part of the checkpoint's binding.
 	Owner        string
 	OnCheckpoint func(turns int)
-	Now          func() time.Time
+	// Logf reports what a person may want to know, such as a checkpoint
+	// that was not resumed; nil discards it.
+	Logf func(format string, args ...any)
+	Now  func() time.Time
 }
 
 // Present writes final/answer.json, final/answer.md and final/workspace/.
@@ -39,6 +43,9 @@ func Present(ctx context.Context, o PresentOptions) (*session.FinalAnswer, llm.U
 	var usage llm.Usage
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
 	}
 	snap, err := session.Load(ctx, o.Store)
 	if err != nil {
@@ -108,10 +115,12 @@ func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (str
 	in.Synthesize = o.Strategy == config.FinalSynthesize
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, session.FinalTraceKey, o.OnCheckpoint)
 	in.Binding = binding(o.Owner, 0, &in)
-	if data, err := o.Store.Get(ctx, session.FinalTraceKey); err == nil {
-		t, err := agent.ParseTranscript[round.State](data)
-		in.Resume = resumable(t, err, in.Binding, func(string, ...any) {})
+	data, err := o.Store.Get(ctx, session.FinalTraceKey)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return "", llm.Usage{}, fmt.Errorf("read the checkpoint %s: %w", session.FinalTraceKey, err)
 	}
+	in.Prior = prior(o.Store, session.FinalTraceKey, data, err == nil)
+	in.Logf = func(f string, args ...any) { o.Logf("presentation by %s: "+f, append([]any{o.Presenter}, args...)...) }
 	out, err := round.Run(ctx, in)
 	if err != nil {
 		return "", llm.Usage{}, err

@@ -122,19 +122,27 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("read the checkpoint %s: %w", traceKey, err)
 	}
 	stored := err == nil
-	var prior *round.Transcript
-	var priorErr error
+	var peek *round.Transcript
 	if stored {
-		prior, priorErr = agent.ParseTranscript[round.State](data)
-		o.Visible = sameLaunchView(o, prior)
+		// Only a peek at the view the first attempt was shown: whether
+		// the checkpoint is resumed is the engine's rule (agent.Prior).
+		peek, _ = agent.ParseTranscript[round.State](data)
 	}
 
 	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(agentIDs(snap))}
-	in, err := p.input(ctx, snap, o, agentCfg)
+	view := sameLaunchView(o, peek)
+	in, err := p.view(ctx, snap, o, view, agentCfg, criteria, stepNo)
 	if err != nil {
 		return nil, err
 	}
-	in.Task, in.EvalCriteria, in.Tally, in.Tag = o.Task, criteria, o.Tally, o.Tag
+	if o.Visible == nil && view != nil && peek.Binding != in.Binding {
+		// The first attempt's view is only borrowed for a checkpoint that
+		// will be resumed; one that will not starts fresh on the session
+		// as it is.
+		if in, err = p.view(ctx, snap, o, nil, agentCfg, criteria, stepNo); err != nil {
+			return nil, err
+		}
+	}
 	if got.humanErr != nil {
 		return nil, got.humanErr
 	}
@@ -143,12 +151,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		in.Inbox = &inbox{prep: p, self: o.Agent, ws: in.Workspace}
 	}
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, traceKey, o.OnCheckpoint)
-	in.Binding = binding(o.Owner, stepNo, &in)
-	if stored {
-		in.Resume = resumable(prior, priorErr, in.Binding, func(f string, args ...any) {
-			o.Logf("%s step %d: "+f, append([]any{o.Agent, stepNo}, args...)...)
-		})
-	}
+	in.Prior = prior(o.Store, traceKey, data, stored)
+	in.Logf = func(f string, args ...any) { o.Logf("%s step %d: "+f, append([]any{o.Agent, stepNo}, args...)...) }
 
 	started := o.Now()
 	out, err := round.Run(ctx, in)
@@ -171,6 +175,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Label = coord.Label(p.anon[o.Agent], self.AnswerCount+1)
 	}
 	return res, nil
+}
+
+// view is the step's input when it is shown visible (see Options.Visible),
+// with its binding.
+func (p *prep) view(ctx context.Context, snap *session.Snapshot, o Options, visible map[string]int, agentCfg *config.Agent, criteria []string, stepNo int) (round.Input, error) {
+	o.Visible = visible
+	in, err := p.input(ctx, snap, o, agentCfg)
+	if err != nil {
+		return in, err
+	}
+	in.Task, in.EvalCriteria, in.Tally, in.Tag = o.Task, criteria, o.Tally, o.Tag
+	in.Binding = binding(o.Owner, stepNo, &in)
+	return in, nil
 }
 
 // prefetched holds the reads a step needs besides the snapshot.

@@ -150,7 +150,8 @@ func TestRelaunchAfterANewAnswerStartsFresh(t *testing.T) {
 			require.Contains(t, first.Messages[1].Content, "<agent2.2> B2 <end of agent2.2>")
 			require.False(t, first.Contains("thinking about A1 and B1"))
 			require.Len(t, logged, 1)
-			require.Contains(t, logged[0], "agent_a step 2: the stored checkpoint belongs to an attempt with other inputs")
+			require.Contains(t, logged[0], "agent_a step 2: the stored checkpoint agents/agent_a/002/trace.jsonl cannot be resumed: it belongs to an attempt with other inputs")
+			require.Contains(t, logged[0], "starting the step fresh")
 		})
 	}
 }

@@ -52,9 +52,12 @@ type Input struct {
 	// Resume are the messages a caller comes back with from a call
 	// (pipeline.ResumeMessages); nil starts the step fresh.
 	Resume []llm.Message
-	// Transcript is this attempt's checkpoint when the step is retried;
-	// a finished one returns its outcome without a model call.
-	Transcript *Transcript
+	// Prior is the step's stored checkpoint when it is retried, resumed
+	// when the agent-step engine's rule allows it (agent.Prior): a
+	// finished one returns its outcome without a model call. Logf is told
+	// when it is not resumed, and why.
+	Prior      *agent.Prior
+	Logf       func(format string, args ...any)
 	Checkpoint func(context.Context, *Transcript) error
 	OnChunk    func()
 }
@@ -100,11 +103,11 @@ func Run(ctx context.Context, in Input) (*Outcome, *Transcript, error) {
 	p := &policy{in: &in, step: step}
 	cfg := agent.Config[State]{
 		Model: in.Model, ModelName: in.ModelName, Temperature: in.Temperature, MaxTokens: in.MaxTokens,
-		OnChunk: in.OnChunk, MaxTurns: p.maxIterations(), Resume: in.Transcript, Checkpoint: in.Checkpoint,
+		OnChunk: in.OnChunk, MaxTurns: p.maxIterations(), Prior: in.Prior, Logf: in.Logf, Checkpoint: in.Checkpoint,
 		Files: agent.Files{Workspace: &tools.Workspace{Dir: in.Workspace}, Allow: func(name string) bool { return slices.Contains(step.Tools, name) }},
 	}
+	// The opening messages are used unless the prior checkpoint is resumed.
 	switch {
-	case in.Transcript != nil:
 	case len(in.Resume) > 0:
 		cfg.Messages = append([]llm.Message(nil), in.Resume...)
 	default:
@@ -133,6 +136,61 @@ func (p *policy) maxIterations() int {
 }
 
 func (p *policy) Finished(t *Transcript) bool { return t.State.Final != nil }
+
+// Check refuses to resume a checkpoint whose recorded jump, call or
+// outcome breaks the rules it was made under: a request to a step this one
+// may not reach, a status no step ends with, evidence outside the
+// workspace. A hand-edited checkpoint thus cannot steer the run.
+func (p *policy) Check(t *Transcript) error {
+	s := t.State
+	if s.Pending != nil {
+		if err := p.checkRequest(s.Pending); err != nil {
+			return err
+		}
+	}
+	f := s.Final
+	if f == nil {
+		return nil
+	}
+	switch {
+	case f.Status == pipeline.CallPending && (f.Request == nil || f.Request.Kind != pipeline.KindCall):
+		return fmt.Errorf("its outcome %s names no call", f.Status)
+	case f.Status == pipeline.Completed && f.Request != nil && f.Request.Kind != pipeline.KindJump:
+		return fmt.Errorf("its outcome %s carries a %s", f.Status, f.Request.Kind)
+	case (f.Status == pipeline.Failed || f.Status == pipeline.MaxIterations) && f.Request != nil:
+		return fmt.Errorf("its outcome %s carries a %s", f.Status, f.Request.Kind)
+	case f.Status != pipeline.Completed && f.Status != pipeline.CallPending && f.Status != pipeline.Failed && f.Status != pipeline.MaxIterations:
+		return fmt.Errorf("its outcome has status %q, which a step does not end with", f.Status)
+	}
+	if f.Request != nil {
+		if err := p.checkRequest(f.Request); err != nil {
+			return err
+		}
+	}
+	for _, e := range f.Evidence {
+		if !insideWorkspace(e) {
+			return fmt.Errorf("its evidence %q is not a path inside the workspace", e)
+		}
+	}
+	return nil
+}
+
+func (p *policy) checkRequest(r *pipeline.Request) error {
+	if r.Kind != pipeline.KindJump && r.Kind != pipeline.KindCall {
+		return fmt.Errorf("it asks for a %q, which is neither a jump nor a call", r.Kind)
+	}
+	if !p.in.Graph.Allowed(p.step.Name, r.Target) {
+		return fmt.Errorf("it asks to %s to %q, which is not a destination of step %q", r.Kind, r.Target, p.step.Name)
+	}
+	return nil
+}
+
+// insideWorkspace is the lexical rule for an evidence path: relative and
+// not leaving the workspace.
+func insideWorkspace(e string) bool {
+	clean := path.Clean(e)
+	return e != "" && !path.IsAbs(e) && clean != ".." && !strings.HasPrefix(clean, "../")
+}
 
 func (p *policy) SafePoint(context.Context, *Transcript) ([]llm.Message, error) { return nil, nil }
 
@@ -247,7 +305,7 @@ func (p *policy) call(t *Transcript, c llm.ToolCall, files agent.Files, done **p
 func (p *policy) checkEvidence(paths []string) error {
 	for _, e := range paths {
 		clean := path.Clean(e)
-		if e == "" || path.IsAbs(e) || clean == ".." || strings.HasPrefix(clean, "../") {
+		if !insideWorkspace(e) {
 			return fmt.Errorf("%s: evidence %q must be a path inside the workspace", pipeline.ToolComplete, e)
 		}
 		root, err := os.OpenRoot(p.in.Workspace)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclave-ai/conclave/engine/agent/agenttest"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/internal/llmtest"
@@ -101,7 +102,7 @@ func TestResumeRepeatsNoCompletedCall(t *testing.T) {
 	require.Equal(t, 1, saved.Turns)
 
 	in.Workspace = t.TempDir() // a new worker: the old workspace is gone
-	in.Transcript = saved
+	in.Prior = agenttest.Stored(t, saved)
 	out, _, err := Run(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, pipeline.Completed, out.Status)
@@ -111,7 +112,7 @@ func TestResumeRepeatsNoCompletedCall(t *testing.T) {
 	require.Equal(t, 3, srv.Count(), "the write is not asked for again")
 
 	// A finished transcript returns its outcome without a model call.
-	in.Transcript = saved
+	in.Prior = agenttest.Stored(t, saved)
 	again, _, err := Run(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, out.Status, again.Status)
