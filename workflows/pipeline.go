@@ -143,8 +143,8 @@ type pipelineRun struct {
 	// ref is the run's owner (ownedPipelineChange) and, once InitPipeline
 	// made it, its location: what every writing activity checks.
 	ref contract.SessionRef
-	// initFailed: an owned run whose folder could not be made (or is
-	// another's) writes nothing there.
+	// initFailed: the run's folder is another's (InitPipeline refused it
+	// as SessionOwned), so the run writes nothing there.
 	initFailed bool
 	graph      pipeline.Graph
 	state      pipeline.State
@@ -164,7 +164,8 @@ func (p *pipelineRun) init(ctx workflow.Context) error {
 		RunID: p.runID, Definition: p.in.Definition, Input: p.in.Input, ResumeFrom: p.in.ResumeFrom, Owner: p.ref.Owner,
 	}).Get(ctx, &res)
 	if err != nil {
-		p.initFailed = p.ref.Owner != nil
+		var app *temporal.ApplicationError
+		p.initFailed = errors.As(err, &app) && app.Type() == contract.ErrTypeSessionOwned
 		return p.end(ctx, string(pipeline.Error), "init: "+failureMessage(err))
 	}
 	p.location, p.context = res.Location, res.Context
