@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -23,11 +24,24 @@ import (
 const pipelineAgent = "pipeline"
 
 // InitPipeline stores pipeline.json and the project context every step is
-// given, summarised once when it is long.
+// given, summarised once when it is long. With an owner (every run since
+// runs have owners) it first creates owner.json exclusively, as
+// InitSession does: a run id that exists already is refused unless it is
+// this owner's, and nothing stored changes.
 func (a *Activities) InitPipeline(ctx context.Context, in contract.InitPipelineInput) (contract.InitPipelineResult, error) {
 	st, err := a.session(in.RunID)
 	if err != nil {
 		return contract.InitPipelineResult{}, err
+	}
+	if in.Owner != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return contract.InitPipelineResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
+		}
+		rec := session.OwnerFile{WorkflowID: in.Owner.WorkflowID, FirstRunID: in.Owner.FirstRunID, InputsHash: session.InputsHash(in.Input, data, nil)}
+		if err := a.claim(ctx, st, pipelineFolder, in.RunID, rec); err != nil {
+			return contract.InitPipelineResult{}, err
+		}
 	}
 	if err := session.WriteJSON(ctx, st, session.PipelineDefKey, in); err != nil {
 		return contract.InitPipelineResult{}, err
@@ -67,7 +81,7 @@ func (a *Activities) InitPipeline(ctx context.Context, in contract.InitPipelineI
 // its transcript after every model call, and stores its output and the
 // workspace as it left it under steps/<seq>-<name>/.
 func (a *Activities) PipelineStep(ctx context.Context, in contract.PipelineStepInput) (contract.PipelineStepResult, error) {
-	st, err := a.session(in.RunID)
+	st, _, err := a.ownedFolder(ctx, pipelineFolder, in.RunID, in.SessionRef)
 	if err != nil {
 		return contract.PipelineStepResult{}, err
 	}
@@ -125,7 +139,7 @@ func (a *Activities) PipelineStep(ctx context.Context, in contract.PipelineStepI
 // into a new run, for `conclave pipeline resume`: the new run replays
 // their results instead of running them again.
 func (a *Activities) PipelineReuse(ctx context.Context, in contract.PipelineReuseInput) (contract.PipelineReuseResult, error) {
-	if _, err := a.session(in.RunID); err != nil {
+	if _, _, err := a.ownedFolder(ctx, pipelineFolder, in.RunID, in.SessionRef); err != nil {
 		return contract.PipelineReuseResult{}, err
 	}
 	old, err := a.session(in.From)
@@ -168,7 +182,7 @@ func (a *Activities) PipelineReuse(ctx context.Context, in contract.PipelineReus
 // gets the workspace the step started from, the session's final workspace
 // over it, and output.json.
 func (a *Activities) AdoptSession(ctx context.Context, in contract.AdoptSessionInput) error {
-	st, err := a.session(in.RunID)
+	st, _, err := a.ownedFolder(ctx, pipelineFolder, in.RunID, in.SessionRef)
 	if err != nil {
 		return err
 	}
@@ -184,7 +198,7 @@ func (a *Activities) AdoptSession(ctx context.Context, in contract.AdoptSessionI
 
 // WritePipelineResult stores result.json, after every step.
 func (a *Activities) WritePipelineResult(ctx context.Context, in contract.WritePipelineResultInput) error {
-	st, err := a.session(in.RunID)
+	st, _, err := a.ownedFolder(ctx, pipelineFolder, in.RunID, in.SessionRef)
 	if err != nil {
 		return err
 	}

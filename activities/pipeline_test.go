@@ -110,3 +110,63 @@ func TestPipelineStepRejectsBadRunID(t *testing.T) {
 	_, err := env.ExecuteActivity(acts.PipelineStep, in)
 	require.ErrorContains(t, err, "cannot name a storage folder")
 }
+
+// A pipeline run belongs to the workflow that created it, as a session
+// does: a reused run id (another first run) is refused by InitPipeline and
+// by every activity that writes the run, and nothing stored changes; the
+// owner's own retry goes on, and a run made before owners is refused too.
+func TestPipelineRunOwnership(t *testing.T) {
+	acts, env, _, st := setup(t, llmtest.Call("complete_step", `{"status":"pass"}`))
+	x := &contract.Owner{WorkflowID: "run-1", FirstRunID: "first-1"}
+	other := &contract.Owner{WorkflowID: "run-1", FirstRunID: "first-2"}
+	step := pipelineStepInput()
+	init := func(owner *contract.Owner, input string) (contract.InitPipelineResult, error) {
+		v, err := env.ExecuteActivity(acts.InitPipeline, contract.InitPipelineInput{RunID: "run-1",
+			Definition: contract.PipelineDefinition{Graph: step.Graph, Backend: step.Backend}, Input: input, Owner: owner})
+		var res contract.InitPipelineResult
+		if err == nil {
+			require.NoError(t, v.Get(&res))
+		}
+		return res, err
+	}
+	res, err := init(x, "Temporal")
+	require.NoError(t, err)
+	_, err = init(x, "Temporal")
+	require.NoError(t, err, "the owner's retry goes on")
+	ref := contract.SessionRef{Owner: x, Location: res.Location}
+	step.SessionRef = ref
+	_, err = env.ExecuteActivity(acts.PipelineStep, step)
+	require.NoError(t, err)
+	_, err = env.ExecuteActivity(acts.WritePipelineResult, contract.WritePipelineResultInput{RunID: "run-1", SessionRef: ref,
+		Result: contract.PipelineResult{RunID: "run-1", Status: "completed"}})
+	require.NoError(t, err)
+	before := snapshotFiles(t, st)
+
+	_, err = init(other, "Bananas")
+	require.Equal(t, contract.ErrTypeSessionOwned, appError(t, err).Type())
+	require.ErrorContains(t, err, `pipeline run "run-1"`)
+	require.ErrorContains(t, err, "belongs to workflow run-1 (first run first-1), not to workflow run-1 (first run first-2)")
+	_, err = init(x, "Bananas")
+	require.ErrorContains(t, err, "created by this workflow with other inputs")
+
+	bad := contract.SessionRef{Owner: other, Location: res.Location}
+	step.SessionRef, step.Input = bad, "Bananas"
+	_, err = env.ExecuteActivity(acts.PipelineStep, step)
+	require.Equal(t, contract.ErrTypeSessionOwned, appError(t, err).Type())
+	_, err = env.ExecuteActivity(acts.WritePipelineResult, contract.WritePipelineResultInput{RunID: "run-1", SessionRef: bad})
+	require.Equal(t, contract.ErrTypeSessionOwned, appError(t, err).Type())
+	_, err = env.ExecuteActivity(acts.AdoptSession, contract.AdoptSessionInput{RunID: "run-1", SessionRef: bad, Folder: "steps/002-x", Session: "run-1.002-x"})
+	require.Equal(t, contract.ErrTypeSessionOwned, appError(t, err).Type())
+	_, err = env.ExecuteActivity(acts.PipelineReuse, contract.PipelineReuseInput{RunID: "run-1", SessionRef: bad, From: "run-0"})
+	require.Equal(t, contract.ErrTypeSessionOwned, appError(t, err).Type())
+	require.Equal(t, before, snapshotFiles(t, st), "nothing stored changed")
+
+	// A run made before runs had owners has pipeline.json and no owner.
+	_, err = env.ExecuteActivity(acts.InitPipeline, contract.InitPipelineInput{RunID: "old",
+		Definition: contract.PipelineDefinition{Graph: step.Graph, Backend: step.Backend}, Input: "Temporal"})
+	require.NoError(t, err)
+	_, err = env.ExecuteActivity(acts.InitPipeline, contract.InitPipelineInput{RunID: "old",
+		Definition: contract.PipelineDefinition{Graph: step.Graph, Backend: step.Backend}, Input: "Bananas", Owner: x})
+	require.Equal(t, contract.ErrTypeSessionOwned, appError(t, err).Type())
+	require.ErrorContains(t, err, "without an owner")
+}

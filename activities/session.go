@@ -44,7 +44,7 @@ func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInp
 		return contract.InitSessionResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
 	}
 	rec := session.OwnerFile{WorkflowID: in.Owner.WorkflowID, FirstRunID: in.Owner.FirstRunID, InputsHash: enc.Hash}
-	if err := a.claim(ctx, st, in.SessionID, rec); err != nil {
+	if err := a.claim(ctx, st, sessionFolder, in.SessionID, rec); err != nil {
 		return contract.InitSessionResult{}, err
 	}
 	if err := session.WriteJSON(ctx, st, session.InfoKey, info); err != nil {
@@ -56,12 +56,22 @@ func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInp
 	return contract.InitSessionResult{Location: st.Location(), InputsHash: enc.Hash}, nil
 }
 
-// claim makes rec the session's owner, or finds it is already: the owner's
+// folderKind is what an owned folder holds: a session, or a pipeline run.
+// created is the file that exists once the folder was made, by an owner or
+// before folders had owners.
+type folderKind struct{ noun, created string }
+
+var (
+	sessionFolder  = folderKind{"session", session.InfoKey}
+	pipelineFolder = folderKind{"pipeline run", session.PipelineDefKey}
+)
+
+// claim makes rec the folder's owner, or finds it is already: the owner's
 // own attempt whose first write landed, or a reset of the owner to before
-// InitSession, goes on; a session of another owner, or one made without an
+// its init, goes on; a folder of another owner, or one made without an
 // owner (step mode, earlier versions), is refused for good.
-func (a *Activities) claim(ctx context.Context, st storage.Store, id string, rec session.OwnerFile) error {
-	_, err := st.Get(ctx, session.InfoKey)
+func (a *Activities) claim(ctx context.Context, st storage.Store, kind folderKind, id string, rec session.OwnerFile) error {
+	_, err := st.Get(ctx, kind.created)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		err = session.Claim(ctx, st, rec)
@@ -74,8 +84,8 @@ func (a *Activities) claim(ctx context.Context, st storage.Store, id string, rec
 	have, err := session.ReadOwner(ctx, st)
 	if errors.Is(err, storage.ErrNotFound) {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"session %q already exists in %s without an owner (made by step mode or an earlier version) and is not %s's; "+
-				"start with another session_id (or workflow id); nothing was changed", id, st.Location(), rec.WorkflowID),
+			"%s %q already exists in %s without an owner (made by step mode or an earlier version) and is not %s's; "+
+				"start with another id (session_id, --id or workflow id); nothing was changed", kind.noun, id, st.Location(), rec.WorkflowID),
 			contract.ErrTypeSessionOwned, nil)
 	}
 	if err != nil {
@@ -83,12 +93,12 @@ func (a *Activities) claim(ctx context.Context, st storage.Store, id string, rec
 	}
 	caller := contract.Owner{WorkflowID: rec.WorkflowID, FirstRunID: rec.FirstRunID}
 	if owner := ownerOf(have); owner != caller {
-		return ownedError(id, st.Location(), owner, caller)
+		return ownedError(kind, id, st.Location(), owner, caller)
 	}
 	if have.InputsHash != rec.InputsHash {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"session %q in %s was created by this workflow with other inputs (%s, now %s); it cannot go on with these",
-			id, st.Location(), have.InputsHash, rec.InputsHash), contract.ErrTypeConfig, nil)
+			"%s %q in %s was created by this workflow with other inputs (%s, now %s); it cannot go on with these",
+			kind.noun, id, st.Location(), have.InputsHash, rec.InputsHash), contract.ErrTypeConfig, nil)
 	}
 	return nil
 }
@@ -97,12 +107,12 @@ func ownerOf(f *session.OwnerFile) contract.Owner {
 	return contract.Owner{WorkflowID: f.WorkflowID, FirstRunID: f.FirstRunID}
 }
 
-// ownedError refuses a caller that is not the session's owner.
-func ownedError(id, location string, owner, caller contract.Owner) error {
+// ownedError refuses a caller that is not the folder's owner.
+func ownedError(kind folderKind, id, location string, owner, caller contract.Owner) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-		"session %q in %s belongs to %s, not to %s: a session belongs to one workflow; "+
-			"start with another session_id (or workflow id); nothing was changed",
-		id, location, owner, caller), contract.ErrTypeSessionOwned, nil)
+		"%s %q in %s belongs to %s, not to %s: a %s belongs to one workflow; "+
+			"start with another id (session_id, --id or workflow id); nothing was changed",
+		kind.noun, id, location, owner, caller, kind.noun), contract.ErrTypeSessionOwned, nil)
 }
 
 // initUnowned is InitSession as recorded before sessions had owners.
@@ -124,6 +134,11 @@ func (a *Activities) initUnowned(ctx context.Context, st storage.Store, info ses
 // must belong to ref.Owner (else it is refused for good). It returns
 // owner.json, or nil for inputs recorded before sessions had owners.
 func (a *Activities) owned(ctx context.Context, id string, ref contract.SessionRef) (storage.Store, *session.OwnerFile, error) {
+	return a.ownedFolder(ctx, sessionFolder, id, ref)
+}
+
+// ownedFolder is owned for a session or a pipeline run.
+func (a *Activities) ownedFolder(ctx context.Context, kind folderKind, id string, ref contract.SessionRef) (storage.Store, *session.OwnerFile, error) {
 	st, err := a.session(id)
 	if err != nil {
 		return nil, nil, err
@@ -133,25 +148,25 @@ func (a *Activities) owned(ctx context.Context, id string, ref contract.SessionR
 	}
 	if ref.Location != "" && st.Location() != ref.Location {
 		return nil, nil, a.wrongStorage(ctx, id, fmt.Sprintf(
-			"this worker's storage puts session %q at %s, but the session was created at %s", id, st.Location(), ref.Location))
+			"this worker's storage puts %s %q at %s, but it was created at %s", kind.noun, id, st.Location(), ref.Location))
 	}
 	key := session.OwnerKey
 	var rec *session.OwnerFile
 	if ref.Owner != nil {
 		rec, err = session.ReadOwner(ctx, st)
-	} else { // a session created before owners: it has session.json
-		key = session.InfoKey
+	} else { // a folder created before owners: it has its first file
+		key = kind.created
 		_, err = st.Get(ctx, key)
 	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil, a.wrongStorage(ctx, id, fmt.Sprintf(
-			"session %q was created at %s, but this worker's storage has no %s at %s", id, ref.Location, key, st.Location()))
+			"%s %q was created at %s, but this worker's storage has no %s at %s", kind.noun, id, ref.Location, key, st.Location()))
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	if rec != nil && ownerOf(rec) != *ref.Owner {
-		return nil, nil, ownedError(id, st.Location(), ownerOf(rec), *ref.Owner)
+		return nil, nil, ownedError(kind, id, st.Location(), ownerOf(rec), *ref.Owner)
 	}
 	return st, rec, nil
 }

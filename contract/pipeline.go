@@ -21,6 +21,11 @@ type InitPipelineInput struct {
 	Definition PipelineDefinition `json:"definition"`
 	Input      string             `json:"input"`
 	ResumeFrom string             `json:"resume_from,omitempty"`
+	// Owner is set by runs that own their folder: InitPipeline creates
+	// owner.json for it exclusively, and refuses a run id that another
+	// workflow (or an earlier start of the same id) created. Absent in
+	// histories recorded before.
+	Owner *Owner `json:"owner,omitempty"`
 }
 
 // InitPipelineResult is the context summary every step gets.
@@ -33,7 +38,11 @@ type InitPipelineResult struct {
 // PipelineStepInput runs one step. Seq is assigned by the workflow, so a
 // retried activity resumes the same folder.
 type PipelineStepInput struct {
-	RunID   string          `json:"run_id"`
+	RunID string `json:"run_id"`
+	// SessionRef is the run's owner and location, checked before the step
+	// writes; empty in histories recorded before runs had owners.
+	SessionRef
+
 	Seq     int             `json:"seq"`
 	Step    string          `json:"step"`
 	Title   string          `json:"title,omitempty"`
@@ -78,7 +87,8 @@ type PipelineStepResult struct {
 // take over, and copies their folders.
 type PipelineReuseInput struct {
 	RunID string `json:"run_id"`
-	From  string `json:"from"`
+	SessionRef
+	From string `json:"from"`
 }
 
 // PipelineReuseResult lists the earlier run's leading completed steps.
@@ -88,7 +98,8 @@ type PipelineReuseResult struct {
 
 // WritePipelineResultInput stores result.json.
 type WritePipelineResultInput struct {
-	RunID  string         `json:"run_id"`
+	RunID string `json:"run_id"`
+	SessionRef
 	Result PipelineResult `json:"result"`
 }
 
@@ -124,7 +135,8 @@ type PipelineStepEntry struct {
 // AdoptSessionInput stores a coordination step's outcome in its folder:
 // the workspace it started from with the session's final workspace over it.
 type AdoptSessionInput struct {
-	RunID   string             `json:"run_id"`
+	RunID string `json:"run_id"`
+	SessionRef
 	Folder  string             `json:"folder"`
 	From    string             `json:"from,omitempty"`
 	Session string             `json:"session"`

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/pipelinetest"
 	"github.com/conclave-ai/conclave/internal/testenv"
@@ -24,24 +25,11 @@ import (
 // scripted model: step 3 fails, then resume finishes 3-5 without running
 // 1-2 again, on the agent its --config names (another endpoint).
 func TestPipelineScenarioCLI(t *testing.T) {
-	temporal := testenv.StartTemporal(t)
 	minio := testenv.StartMinIO(t)
 	agent := pipelinetest.NewAgent("s3")
-	srv := llmtest.Start(t, agent.Rule())
 	st, _ := s3Store(t, minio, "runs")
-	c := temporal.Client(t)
-	w := worker.New(c, worker.Options{Store: st, Namespace: "default", HeartbeatEvery: time.Second})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
-
-	dir := t.TempDir()
-	scenario := filepath.Join(dir, "scenario")
-	require.NoError(t, pipelinetest.WriteScenario(scenario, 5, 300))
-	agentYAML := filepath.Join(dir, "agent.yaml")
-	require.NoError(t, os.WriteFile(agentYAML, []byte(fmt.Sprintf(
-		"agent:\n  id: builder\n  backend: {type: openai, model: m-builder, base_url: %s}\n", srv.URL())), 0o644))
-	bin := conclaveBinary(t)
-	addr := "--address=" + temporal.HostPort
+	e := startPipelineEnv(t, st, agent, 5, 300)
+	srv, dir, scenario, agentYAML, bin, addr := e.srv, e.dir, e.scenario, e.agentYAML, e.bin, e.addr
 	ctx := context.Background()
 
 	out, errOut, code := runBin(t, bin, "pipeline", "run", addr, "--scenario", scenario, "--config", agentYAML, "--poll", "200ms", "Build the service")
@@ -98,6 +86,29 @@ func TestPipelineScenarioCLI(t *testing.T) {
 	}
 }
 
+// pipelineEnv is a dev server, a worker storing in st, the scripted model
+// playing agent, an n-step scenario and the one-agent config that reaches
+// the model, for the conclave binary to run.
+type pipelineEnv struct {
+	srv                                 *llmtest.Server
+	dir, scenario, agentYAML, bin, addr string
+}
+
+func startPipelineEnv(t *testing.T, st storage.Store, agent *pipelinetest.Agent, steps, promptBytes int) pipelineEnv {
+	t.Helper()
+	temporal := testenv.StartTemporal(t)
+	e := pipelineEnv{srv: llmtest.Start(t, agent.Rule()), dir: t.TempDir(), bin: conclaveBinary(t), addr: "--address=" + temporal.HostPort}
+	w := worker.New(temporal.Client(t), worker.Options{Store: st, Namespace: "default", HeartbeatEvery: time.Second})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	e.scenario = filepath.Join(e.dir, "scenario")
+	require.NoError(t, pipelinetest.WriteScenario(e.scenario, steps, promptBytes))
+	e.agentYAML = filepath.Join(e.dir, "agent.yaml")
+	require.NoError(t, os.WriteFile(e.agentYAML, []byte(fmt.Sprintf(
+		"agent:\n  id: builder\n  backend: {type: openai, model: m-builder, base_url: %s}\n", e.srv.URL())), 0o644))
+	return e
+}
+
 func readResult(t *testing.T, ctx context.Context, st interface {
 	Get(context.Context, string) ([]byte, error)
 }, runID string) contract.PipelineResult {
@@ -115,4 +126,59 @@ func stepStatuses(r contract.PipelineResult) []string {
 		out = append(out, s.Name+":"+string(s.Status))
 	}
 	return out
+}
+
+// TestPipelineRunIDReused starts a run with --id, then the same id again
+// with another input: a pipeline run belongs to the workflow that created
+// it, so the second start is refused at init, makes no model call and
+// changes nothing stored, instead of replaying the first run's steps.
+// Resuming the first run (a new run id) still works.
+func TestPipelineRunIDReused(t *testing.T) {
+	st, err := storage.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	e := startPipelineEnv(t, st, pipelinetest.NewAgent(), 2, 100)
+	srv, bin, addr := e.srv, e.bin, e.addr
+	ctx := context.Background()
+	run := func(input string) (string, string, int) {
+		return runBin(t, bin, "pipeline", "run", addr, "--scenario", e.scenario, "--config", e.agentYAML, "--id", "p1", "--poll", "200ms", input)
+	}
+
+	out, errOut, code := run("Temporal")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	calls := srv.Count()
+	require.Positive(t, calls)
+	before := map[string]string{}
+	keys, err := st.List(ctx, "p1/")
+	require.NoError(t, err)
+	for _, k := range keys {
+		data, err := st.Get(ctx, k)
+		require.NoError(t, err)
+		before[k] = string(data)
+	}
+	require.Contains(t, before, "p1/owner.json")
+
+	out, errOut, code = run("Bananas")
+	require.NotEqual(t, 0, code, "a reused run id is refused\nstdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Contains(t, out+errOut, `pipeline run "p1"`)
+	require.Contains(t, out+errOut, "belongs to workflow p1")
+	require.Equal(t, calls, srv.Count(), "the refused run made no model call")
+	after := map[string]string{}
+	keys, err = st.List(ctx, "p1/")
+	require.NoError(t, err)
+	for _, k := range keys {
+		data, err := st.Get(ctx, k)
+		require.NoError(t, err)
+		after[k] = string(data)
+	}
+	require.Equal(t, before, after, "nothing of the first run changed")
+	require.Contains(t, after["p1/pipeline.json"], "Temporal")
+	require.NotContains(t, after["p1/pipeline.json"], "Bananas")
+
+	out, errOut, code = runBin(t, bin, "pipeline", "resume", addr, "--poll", "200ms", "p1")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	newID := strings.SplitN(out, "\n", 2)[0]
+	res := readResult(t, ctx, st, newID)
+	require.Equal(t, "completed", res.Status)
+	require.True(t, res.Steps[0].Reused && res.Steps[1].Reused)
+	require.Equal(t, calls, srv.Count(), "resume reused both completed steps")
 }

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 )
@@ -56,11 +57,16 @@ func (in *PipelineInput) UnmarshalJSON(data []byte) error {
 // step. A run that does not complete fails with contract.ErrTypePipelineFailed and
 // its result as details, so the Web UI shows it as failed.
 func Pipeline(ctx workflow.Context, in PipelineInput) (contract.PipelineResult, error) {
-	runID := workflow.GetInfo(ctx).WorkflowExecution.ID
-	if err := checkPipelineInput(in, runID); err != nil {
+	info := workflow.GetInfo(ctx)
+	runID := info.WorkflowExecution.ID
+	owned := workflow.GetVersion(ctx, ownedPipelineChange, workflow.DefaultVersion, 1) == 1
+	if err := checkPipelineInput(in, runID, owned); err != nil {
 		return contract.PipelineResult{}, err
 	}
 	p := &pipelineRun{in: in, runID: runID, graph: in.Definition.Graph, state: pipeline.Begin(in.Definition.Graph), status: PipelineRunning}
+	if owned {
+		p.ref.Owner = &contract.Owner{WorkflowID: runID, FirstRunID: info.FirstRunID}
+	}
 	if err := workflow.SetQueryHandler(ctx, contract.QueryProgress, func() (contract.PipelineResult, error) {
 		return p.result(), nil
 	}); err != nil {
@@ -80,11 +86,22 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (contract.PipelineResult, 
 	return p.finish(ctx)
 }
 
-func checkPipelineInput(in PipelineInput, runID string) error {
+// ownedPipelineChange is the workflow.GetVersion change id of owned
+// pipeline runs: InitPipeline creates the run's owner.json exclusively for
+// this workflow (a reused run id is refused instead of replaying another
+// run's steps), every activity that writes the run checks owner and
+// storage location, and every backend is validated as a session config's
+// are. Runs recorded before replay without any of it.
+const ownedPipelineChange = "owned-pipeline-run"
+
+func checkPipelineInput(in PipelineInput, runID string, owned bool) error {
 	if in.decodeErr != "" {
 		return temporal.NewNonRetryableApplicationError("invalid pipeline input: "+in.decodeErr, contract.ErrTypeInvalidInput, nil)
 	}
 	var problems []string
+	if owned {
+		problems = append(problems, backendProblems(in.Definition)...)
+	}
 	if strings.TrimSpace(in.Input) == "" {
 		problems = append(problems, `input: required; say what the pipeline should work on, e.g. {"input": "Build the landing page", "definition": {…}}`)
 	}
@@ -121,15 +138,21 @@ func checkPipelineInput(in PipelineInput, runID string) error {
 }
 
 type pipelineRun struct {
-	in       PipelineInput
-	runID    string
-	graph    pipeline.Graph
-	state    pipeline.State
-	status   string
-	location string
-	context  string
-	entries  []contract.PipelineStepEntry
-	usage    coord.Usage
+	in    PipelineInput
+	runID string
+	// ref is the run's owner (ownedPipelineChange) and, once InitPipeline
+	// made it, its location: what every writing activity checks.
+	ref contract.SessionRef
+	// initFailed: the run's folder is another's (InitPipeline refused it
+	// as SessionOwned), so the run writes nothing there.
+	initFailed bool
+	graph      pipeline.Graph
+	state      pipeline.State
+	status     string
+	location   string
+	context    string
+	entries    []contract.PipelineStepEntry
+	usage      coord.Usage
 	// last is the latest step; from the latest folder with a workspace.
 	last *contract.PipelineStepResult
 	from string
@@ -138,19 +161,24 @@ type pipelineRun struct {
 func (p *pipelineRun) init(ctx workflow.Context) error {
 	var res contract.InitPipelineResult
 	err := workflow.ExecuteActivity(storageActivityCtx(ctx, "init pipeline", 5*time.Minute), contract.NameInitPipeline, contract.InitPipelineInput{
-		RunID: p.runID, Definition: p.in.Definition, Input: p.in.Input, ResumeFrom: p.in.ResumeFrom,
+		RunID: p.runID, Definition: p.in.Definition, Input: p.in.Input, ResumeFrom: p.in.ResumeFrom, Owner: p.ref.Owner,
 	}).Get(ctx, &res)
 	if err != nil {
+		var app *temporal.ApplicationError
+		p.initFailed = errors.As(err, &app) && app.Type() == contract.ErrTypeSessionOwned
 		return p.end(ctx, string(pipeline.Error), "init: "+failureMessage(err))
 	}
 	p.location, p.context = res.Location, res.Context
+	if p.ref.Owner != nil {
+		p.ref.Location = res.Location
+	}
 	p.usage = addUsage(p.usage, res.Usage)
 	if p.in.ResumeFrom == "" {
 		return nil
 	}
 	var reuse contract.PipelineReuseResult
 	err = workflow.ExecuteActivity(storageActivityCtx(ctx, "reuse steps of "+p.in.ResumeFrom, 5*time.Minute), contract.NamePipelineReuse,
-		contract.PipelineReuseInput{RunID: p.runID, From: p.in.ResumeFrom}).Get(ctx, &reuse)
+		contract.PipelineReuseInput{RunID: p.runID, SessionRef: p.ref, From: p.in.ResumeFrom}).Get(ctx, &reuse)
 	if err != nil {
 		return p.end(ctx, string(pipeline.Error), "resume: "+failureMessage(err))
 	}
@@ -219,7 +247,7 @@ func (p *pipelineRun) advance(r contract.PipelineStepResult) {
 
 func (p *pipelineRun) runStep(ctx workflow.Context, step pipeline.Step, seq int) (contract.PipelineStepResult, error) {
 	in := contract.PipelineStepInput{
-		RunID: p.runID, Seq: seq, Step: step.Name, Title: p.in.Definition.Title, Graph: p.graph,
+		RunID: p.runID, SessionRef: p.ref, Seq: seq, Step: step.Name, Title: p.in.Definition.Title, Graph: p.graph,
 		Backend: p.in.Definition.Backend, Input: p.in.Input, Context: p.context, Previous: p.previous(),
 		From: p.from, ResumeKey: p.state.ResumeKey, Resume: p.state.Resume,
 	}
@@ -307,8 +335,11 @@ func (p *pipelineRun) result() contract.PipelineResult {
 }
 
 func (p *pipelineRun) writeResult(ctx workflow.Context) {
+	if p.initFailed {
+		return // the folder is not this run's to write
+	}
 	err := workflow.ExecuteActivity(p.smallCtx(ctx, "write result.json"), contract.NameWritePipelineResult,
-		contract.WritePipelineResultInput{RunID: p.runID, Result: p.result()}).Get(ctx, nil)
+		contract.WritePipelineResultInput{RunID: p.runID, SessionRef: p.ref, Result: p.result()}).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("result.json not written; the workflow result and the progress query still have it", "error", err)
 	}
@@ -326,4 +357,26 @@ func failureMessage(err error) string {
 		return "timed out (" + timeout.TimeoutType().String() + "): " + err.Error()
 	}
 	return err.Error()
+}
+
+// backendProblems validates the pipeline's default backend and every
+// step's as a session config's backends are (config.ValidateBackend), so
+// a workflow started with any client is held to what the CLI checks.
+func backendProblems(d contract.PipelineDefinition) []string {
+	var problems []string
+	check := func(path string, b *config.Backend) {
+		if b == nil {
+			return
+		}
+		// ValidateBackend sorts extra_body's keys before use: deterministic.
+		//workflowcheck:ignore
+		if err := config.ValidateBackend(path, *b); err != nil {
+			problems = append(problems, "definition."+strings.ReplaceAll(err.Error(), "\n", "; definition."))
+		}
+	}
+	check("backend", d.Backend)
+	for i, s := range d.Graph.Steps {
+		check(fmt.Sprintf("graph.steps[%d].backend", i), s.Backend)
+	}
+	return problems
 }

@@ -40,7 +40,7 @@ func (p *pipelineRun) coordinate(ctx workflow.Context, step pipeline.Step, seq i
 	res.Status, res.Summary, res.Usage = pipeline.Completed, cr.FinalAnswer, cr.Usage
 	err := workflow.ExecuteActivity(storageActivityCtx(ctx, fmt.Sprintf("store step %d · %s", seq, step.Name), 5*time.Minute),
 		contract.NameAdoptSession, contract.AdoptSessionInput{
-			RunID: p.runID, Folder: folder, From: p.from, Session: sessionID, Result: res,
+			RunID: p.runID, SessionRef: p.ref, Folder: folder, From: p.from, Session: sessionID, Result: res,
 		}).Get(ctx, nil)
 	return res, err
 }

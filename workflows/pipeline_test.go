@@ -319,6 +319,10 @@ func TestPipelineBadInputTable(t *testing.T) {
 		{"misspelled step key", `{"input":"x","definition":{"graph":{"start":"a","steps":[{"name":"a","promt":"A"}]},` + backend + `}}`, `unknown key "promt" in definition.graph.steps[0]`},
 		{"api_key in the backend", `{"input":"x","definition":{"graph":{"start":"a","steps":[` + step + `]},"backend":{"type":"openai","model":"m","api_key":"sk-live-x"}}}`, "definition.backend.api_key: API keys do not belong"},
 		{"api_key in a team", `{"input":"x","definition":{"graph":{"start":"a","steps":[{"name":"a","prompt":"A","kind":"coordination","team":{"agents":[{"id":"t","backend":{"model":"m","api_key":"sk-live-x"}}]}}]}}}`, "team.agents[0].backend.api_key: API keys"},
+		{"password in base_url", `{"input":"x","definition":{"graph":{"start":"a","steps":[` + step + `]},"backend":{"type":"openai","model":"m","base_url":"http://alice:sk-live-x@127.0.0.1:1/v1"}}}`, "definition.backend.base_url: must not contain a user or password"},
+		{"reserved extra_body key", `{"input":"x","definition":{"graph":{"start":"a","steps":[` + step + `]},"backend":{"type":"openai","model":"m","extra_body":{"model":"evil","messages":[],"stream":false}}}}`, "definition.backend.extra_body.messages: Conclave sets this request field itself"},
+		{"temperature out of range", `{"input":"x","definition":{"graph":{"start":"a","steps":[{"name":"a","prompt":"A","backend":{"model":"m","temperature":9}}]}}}`, "definition.graph.steps[0].backend.temperature: 9 is out of range"},
+		{"refused backend type", `{"input":"x","definition":{"graph":{"start":"a","steps":[` + step + `]},"backend":{"type":"claude_code","model":"m"}}}`, `definition.backend.type: backend type "claude_code" is not supported`},
 		{"duplicate key", `{"input":"x","input":"y","definition":{"graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, "input: given more than once"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

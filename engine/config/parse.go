@@ -70,32 +70,16 @@ func ParseWithWarnings(data []byte, source string) (*Config, []Warning, error) {
 	p := problems{source: source}
 	mg := scanMassGen(top, source)
 
-	// A key in the file would be copied into workflow history and session
-	// files, so it is refused outright, before strict decoding could report
-	// it as a mere unknown key.
-	for _, k := range idx.keys {
-		if k.key != k.val && k.key.Value == "api_key" {
-			p.at(k.key.Line, fmt.Sprintf("%s: API keys do not belong in the config (the config is stored in workflow history and session files); put the key in an environment variable and name that variable with api_key_env, e.g. api_key_env: OPENAI_API_KEY", k.path))
-		}
-	}
-
 	doc := document{Config: Config{Orchestrator: DefaultOrchestrator()}}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := safeDecode(func() error { return dec.Decode(&doc) }); err != nil {
-		var te *yaml.TypeError
-		if !errors.As(err, &te) {
-			return nil, mg.warnings, syntaxError(source, err)
-		}
-		for _, msg := range te.Errors {
-			p.decodeError(msg, idx, mg.keys)
-		}
+	more, err := p.decode(data, &doc, idx, mg.keys)
+	if err != nil {
+		return nil, mg.warnings, err
 	}
 	for _, e := range mg.errs {
 		p.at(e.line, e.msg)
 	}
 	fatal := false
-	if err := dec.Decode(new(yaml.Node)); err != io.EOF {
+	if more {
 		p.add(fmt.Sprintf("%s: only one YAML document is allowed; remove the second `---` and what follows it", source))
 		fatal = true
 	}
@@ -127,6 +111,117 @@ func ParseWithWarnings(data []byte, source string) (*Config, []Warning, error) {
 	return cfg, mg.warnings, nil
 }
 
+// decode decodes data into out strictly: an API key anywhere is refused
+// with the message that says where keys belong, and every unknown key and
+// value of the wrong type is added in the user's terms, with its line.
+// compat holds keys MassGen compatibility took charge of, which are not
+// unknown. The error is YAML that cannot be decoded at all; more says a
+// second document follows the first.
+func (p *problems) decode(data []byte, out any, idx *nodeIndex, compat map[*yaml.Node]bool) (more bool, err error) {
+	// A key in the file would be copied into workflow history and session
+	// files, so it is refused outright, before strict decoding could report
+	// it as a mere unknown key.
+	for _, k := range idx.keys {
+		if k.key != k.val && k.key.Value == "api_key" {
+			p.at(k.key.Line, fmt.Sprintf("%s: API keys do not belong in the config (the config is stored in workflow history and session files); put the key in an environment variable and name that variable with api_key_env, e.g. api_key_env: OPENAI_API_KEY", k.path))
+		}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := safeDecode(func() error { return dec.Decode(out) }); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return false, syntaxError(p.source, err)
+		}
+		for _, msg := range te.Errors {
+			p.decodeError(msg, idx, compat)
+		}
+	}
+	return dec.Decode(new(yaml.Node)) != io.EOF, nil
+}
+
+// YAMLFile is a YAML file other than a config (a pipeline file) decoded
+// as strictly as a config, with its problems located on its lines.
+type YAMLFile struct {
+	p   problems
+	idx *nodeIndex
+}
+
+// DecodeYAML decodes data, one YAML mapping, into out as Parse decodes a
+// config: an api_key anywhere is refused with the usual message, and every
+// unknown key or value of the wrong type is reported with its line, its
+// path and the closest known key. YAML that cannot be read at all is the
+// error; the problems found are collected for Err, with what the caller
+// adds (Add).
+func DecodeYAML(data []byte, source string, out any) (*YAMLFile, error) {
+	var root yaml.Node
+	if err := safeDecode(func() error { return yaml.Unmarshal(data, &root) }); err != nil {
+		return nil, syntaxError(source, err)
+	}
+	if root.Kind != yaml.DocumentNode || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s: the file must be a YAML mapping", source)
+	}
+	f := &YAMLFile{p: problems{source: source, types: typesOf(reflect.TypeOf(out))}, idx: indexNodes(root.Content[0])}
+	more, err := f.p.decode(data, out, f.idx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if more {
+		return nil, fmt.Errorf("%s: only one YAML document is allowed; remove the second `---` and what follows it", source)
+	}
+	return f, nil
+}
+
+// Add adds a problem, at the line of path (a field path such as
+// steps[1].backend) or of its nearest ancestor in the file; each
+// *FieldError that err joins is placed at its own path's line instead.
+func (f *YAMLFile) Add(path string, err error) {
+	if err == nil {
+		return
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		line := f.idx.line(path)
+		var fe *FieldError
+		if errors.As(e, &fe) {
+			line = f.idx.line(fe.Path)
+		}
+		if line > 0 && f.p.unreadable[line] {
+			continue // that setting's value is already reported as unreadable
+		}
+		f.p.wrapAt(line, e)
+	}
+}
+
+// Err joins every problem found, or is nil.
+func (f *YAMLFile) Err() error { return errors.Join(f.p.errs...) }
+
+// typesOf lists the struct types reachable from t by the name yaml.v3
+// prints, for the messages about their keys.
+func typesOf(t reflect.Type) map[string]reflect.Type {
+	found := map[string]reflect.Type{}
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || found[t.String()] != nil {
+			return
+		}
+		found[t.String()] = t
+		for i := range t.NumField() {
+			walk(t.Field(i).Type)
+		}
+	}
+	walk(t)
+	return found
+}
+
 // safeDecode turns a panic inside the YAML decoder into an error: yaml.v3
 // panics on some malformed merge keys (`<<` with a mapping as a key), and a
 // bad file must never crash the worker or the CLI.
@@ -146,6 +241,18 @@ type problems struct {
 	// unreadable holds the lines of values that failed to decode; the
 	// zero value left in their place is not reported again by validation.
 	unreadable map[int]bool
+	// types are the decoded struct types by name; nil means a config's
+	// (structTypes).
+	types map[string]reflect.Type
+}
+
+// typ returns the decoded struct type yaml.v3 names, or nil.
+func (p *problems) typ(name string) reflect.Type {
+	name = strings.TrimPrefix(name, "*")
+	if p.types != nil {
+		return p.types[name]
+	}
+	return structTypes[name]
 }
 
 func (p *problems) add(msg string) { p.errs = append(p.errs, errors.New(msg)) }
@@ -219,7 +326,7 @@ func (p *problems) decodeError(msg string, idx *nodeIndex, compat map[*yaml.Node
 			}
 		}
 		hint := ""
-		if s := suggest(name, knownKeys(m[3])); s != "" {
+		if s := suggest(name, keysOf(p.typ(m[3]))); s != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		p.at(line, fmt.Sprintf("unknown key %q %s%s", name, where, hint))
@@ -231,7 +338,7 @@ func (p *problems) decodeError(msg string, idx *nodeIndex, compat map[*yaml.Node
 			p.unreadable = map[int]bool{}
 		}
 		p.unreadable[line] = true
-		want := describeType(m[4])
+		want := describeType(m[4], p.typ(m[4]) != nil)
 		for _, k := range idx.keys {
 			if k.val.Line == line && sameValue(k.val, m[3]) {
 				p.at(line, fmt.Sprintf("%s: expected %s, got %s", k.path, want, describeNode(k.val)))
@@ -363,12 +470,14 @@ var structTypes = map[string]reflect.Type{
 	"config.ModelPrice":   reflect.TypeFor[ModelPrice](),
 }
 
-func describeType(goType string) string {
+// describeType names a Go type in the user's terms; isStruct says it is
+// one of the decoded struct types.
+func describeType(goType string, isStruct bool) string {
 	t := strings.TrimPrefix(goType, "*")
 	switch {
 	case strings.HasPrefix(t, "[]"):
 		return "a list"
-	case strings.HasPrefix(t, "map["), structTypes[t] != nil:
+	case strings.HasPrefix(t, "map["), isStruct:
 		return "a mapping"
 	case strings.Contains(t, "int"):
 		return "a whole number"
@@ -382,7 +491,11 @@ func describeType(goType string) string {
 
 // knownKeys lists the YAML keys of a decoded struct type, for suggestions.
 func knownKeys(typeName string) []string {
-	t := structTypes[strings.TrimPrefix(typeName, "*")]
+	return keysOf(structTypes[strings.TrimPrefix(typeName, "*")])
+}
+
+// keysOf lists the YAML keys of a struct type; none for nil.
+func keysOf(t reflect.Type) []string {
 	if t == nil {
 		return nil
 	}

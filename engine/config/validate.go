@@ -88,6 +88,18 @@ func (c *Config) Validate() error {
 	return errors.Join(v.errs...)
 }
 
+// ValidateBackend checks one backend outside a config (a pipeline's
+// default backend, a step's) exactly as an agent's backend is checked,
+// with the defaults applied to a copy first, as a config's are: every
+// problem at once, each a *FieldError whose path starts with path (e.g.
+// backend or steps[2].backend). It never changes b.
+func ValidateBackend(path string, b Backend) error {
+	b.applyDefaults()
+	var v validator
+	v.backend(path, &b)
+	return errors.Join(v.errs...)
+}
+
 type validator struct{ errs []error }
 
 func (v *validator) add(path, problem string) {

@@ -32,85 +32,99 @@ type pipelineFile struct {
 	Context  string          `yaml:"context"` // a file, relative to the pipeline file
 	MaxSteps int             `yaml:"max_steps"`
 	Backend  *config.Backend `yaml:"backend"`
-	Steps    []struct {
-		Name          string          `yaml:"name"`
-		Title         string          `yaml:"title"`
-		Prompt        string          `yaml:"prompt"`
-		PromptFile    string          `yaml:"prompt_file"`
-		Backend       *config.Backend `yaml:"backend"`
-		Tools         []string        `yaml:"tools"`
-		MaxIterations int             `yaml:"max_iterations"`
-		Next          string          `yaml:"next"`
-		Destinations  []string        `yaml:"destinations"`
-		OnFailure     string          `yaml:"on_failure"`
-		Kind          string          `yaml:"kind"`
-		Config        string          `yaml:"config"` // team config of a coordination step
-	} `yaml:"steps"`
+	Steps    []fileStep      `yaml:"steps"`
+}
+
+// fileStep is one step of a pipeline file. It is a named type so that
+// messages about its keys can name them.
+type fileStep struct {
+	Name          string          `yaml:"name"`
+	Title         string          `yaml:"title"`
+	Prompt        string          `yaml:"prompt"`
+	PromptFile    string          `yaml:"prompt_file"`
+	Backend       *config.Backend `yaml:"backend"`
+	Tools         []string        `yaml:"tools"`
+	MaxIterations int             `yaml:"max_iterations"`
+	Next          string          `yaml:"next"`
+	Destinations  []string        `yaml:"destinations"`
+	OnFailure     string          `yaml:"on_failure"`
+	Kind          string          `yaml:"kind"`
+	Config        string          `yaml:"config"` // team config of a coordination step
 }
 
 // KnownTools are the tools a step may list.
 var KnownTools = []string{tools.ListFiles, tools.ReadFile, tools.WriteFile}
 
-// LoadPipeline reads a pipeline YAML file and checks it before anything runs.
+// LoadPipeline reads a pipeline YAML file and checks it before anything
+// runs: keys and values as strictly as a config's (engine/config), with
+// their lines, and every backend as a config's backends are checked.
 func LoadPipeline(path string) (*Definition, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read pipeline: %w", err)
 	}
 	var f pipelineFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	file, err := config.DecodeYAML(data, path, &f)
+	if err != nil {
+		return nil, err
 	}
 	dir := filepath.Dir(path)
 	d := &Definition{Title: f.Title, Backend: f.Backend, Graph: Graph{Start: f.Start, MaxSteps: f.MaxSteps}}
-	var errs []error
 	if f.Context != "" {
 		text, err := readInside(dir, f.Context)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("context: %w", err))
+			file.Add("context", fmt.Errorf("context: %w", err))
 		}
 		d.Context = text
 	}
+	if f.Backend != nil {
+		file.Add("backend", config.ValidateBackend("backend", *f.Backend))
+	}
 	for i, s := range f.Steps {
+		p := fmt.Sprintf("steps[%d]", i)
+		bad := func(format string, args ...any) {
+			file.Add(p, fmt.Errorf("%s %q: %s", p, s.Name, fmt.Sprintf(format, args...)))
+		}
 		step := Step{Name: s.Name, Title: s.Title, Prompt: s.Prompt, Backend: s.Backend, Tools: s.Tools,
 			MaxIterations: s.MaxIterations, Next: s.Next, Destinations: s.Destinations, OnFailure: s.OnFailure, Kind: s.Kind}
 		switch {
 		case s.Prompt != "" && s.PromptFile != "":
-			errs = append(errs, fmt.Errorf("steps[%d] %q: give prompt or prompt_file, not both", i, s.Name))
+			bad("give prompt or prompt_file, not both")
 		case s.PromptFile != "":
 			text, err := readInside(dir, s.PromptFile)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("steps[%d] %q: prompt_file: %w", i, s.Name, err))
+				bad("prompt_file: %v", err)
 			}
 			step.Prompt = text
 		case strings.TrimSpace(s.Prompt) == "":
-			errs = append(errs, fmt.Errorf("steps[%d] %q: no prompt or prompt_file", i, s.Name))
+			bad("no prompt or prompt_file")
 		}
 		for _, tool := range s.Tools {
 			if !contains(KnownTools, tool) {
-				errs = append(errs, fmt.Errorf("steps[%d] %q: unknown tool %q; known tools: %s", i, s.Name, tool, strings.Join(KnownTools, ", ")))
+				bad("unknown tool %q; known tools: %s", tool, strings.Join(KnownTools, ", "))
 			}
+		}
+		if s.Backend != nil {
+			file.Add(p+".backend", config.ValidateBackend(p+".backend", *s.Backend))
 		}
 		if s.Config != "" {
 			team, err := loadTeam(dir, s.Config)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("steps[%d] %q: config: %w", i, s.Name, err))
+				bad("config: %v", err)
 			}
 			step.Team = team
 		}
 		// A coordination step's agents bring their own models.
 		if step.Kind != KindCoordination && step.Backend == nil && d.Backend == nil {
-			errs = append(errs, fmt.Errorf("steps[%d] %q: no backend, and the pipeline has no default backend", i, s.Name))
+			bad("no backend, and the pipeline has no default backend")
 		}
 		d.Graph.Steps = append(d.Graph.Steps, step)
 	}
 	if err := d.Graph.Validate(); err != nil {
-		errs = append(errs, err)
+		file.Add("", err)
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s: %w", path, errors.Join(errs...))
+	if err := file.Err(); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

@@ -144,3 +144,46 @@ func TestLoadPipelineErrors(t *testing.T) {
 		})
 	}
 }
+
+// A pipeline file's backends are checked as a config's are, and its keys as
+// strictly, each problem with its line: all of them in one pass.
+func TestLoadPipelineChecksLikeAConfig(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"p.yaml": `start: a
+backend:
+  type: openai
+  model: m
+  base_url: http://alice:hunter2@127.0.0.1:1/v1
+  api_key: sk-live-x
+  extra_body: {model: evil, messages: [], stream: false}
+steps:
+  - name: a
+    prompt: p
+    next: b
+    backend: {model: m, temperature: 9}
+  - name: b
+    prompt: p
+    backend:
+      type: claude_code
+      model: m
+  - name: c
+    promt: p
+`})
+	_, err := LoadPipeline(filepath.Join(dir, "p.yaml"))
+	require.Error(t, err)
+	msg := err.Error()
+	p := filepath.Join(dir, "p.yaml")
+	for _, want := range []string{
+		p + ":5: backend.base_url: must not contain a user or password",
+		p + ":6: backend.api_key: API keys do not belong in the config",
+		p + `:7: backend.extra_body.model: Conclave sets this request field itself`,
+		p + `:7: backend.extra_body.messages: Conclave sets this request field itself`,
+		p + `:12: steps[0].backend.temperature: 9 is out of range`,
+		p + `:16: steps[1].backend.type: backend type "claude_code" is not supported`,
+		p + `:19: unknown key "promt" in steps[2] (did you mean "prompt"?)`,
+	} {
+		require.Contains(t, msg, want)
+	}
+	require.NotContains(t, msg, "hunter2")
+	require.NotContains(t, msg, "not found in type")
+}
