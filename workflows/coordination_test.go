@@ -87,7 +87,15 @@ func TestSeedLifecycleRounds(t *testing.T) {
 	}
 	require.Equal(t, []contract.PresentInput{{SessionID: "s1", Presenter: c, SessionRef: ref,
 		InputsHash: testInputsHash, Strategy: string(config.FinalWinnerPresent)}}, h.presents)
-	require.Equal(t, []string{coord.PhaseCoordinating, coord.PhasePresenting, coord.PhaseDone}, h.phases())
+	// The background status writer keeps only the newest status while a
+	// write is in flight, so "presenting" may be superseded by "done" before
+	// it is stored; the search attributes below are upserted synchronously
+	// and always show it.
+	phases := h.phases()
+	require.Contains(t, [][]string{
+		{coord.PhaseCoordinating, coord.PhasePresenting, coord.PhaseDone},
+		{coord.PhaseCoordinating, coord.PhaseDone},
+	}, phases)
 	final := h.lastStatus()
 	require.True(t, final.Consensus)
 	require.Equal(t, c, final.Winner)
