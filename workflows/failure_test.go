@@ -85,7 +85,12 @@ func TestTimeoutWinnerByVotes(t *testing.T) {
 	require.Len(t, h.presents, 1)
 	require.Equal(t, string(config.FinalWinnerReuse), h.presents[0].Strategy)
 	require.Equal(t, b, h.presents[0].Presenter)
-	require.Equal(t, []string{coord.PhaseCoordinating, coord.PhasePresenting, coord.PhaseTimeout}, h.phases())
+	// "presenting" may be superseded by the final phase while a status write
+	// is in flight (see TestSeedLifecycleRounds).
+	require.Contains(t, [][]string{
+		{coord.PhaseCoordinating, coord.PhasePresenting, coord.PhaseTimeout},
+		{coord.PhaseCoordinating, coord.PhaseTimeout},
+	}, h.phases())
 	final := h.lastStatus()
 	require.Equal(t, b, final.Winner)
 	require.Equal(t, 1, final.Agents[b].LatestStep, "the cancelled step left nothing in the ledger")
