@@ -1,6 +1,10 @@
 package contract
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/conclave-ai/conclave/engine/config"
+)
 
 // Limits on what enters workflow history. Whole texts stay in storage; the
 // history keeps previews cut the same way everywhere.
@@ -31,11 +35,9 @@ const (
 	// MaxTaskBytes bounds the task.
 	MaxTaskBytes = 1536 << 10
 	// MaxConfigBytes bounds the JSON of the config and criteria together.
-	MaxConfigBytes = 256 << 10
-	// MaxAgents bounds the team: every status snapshot, status.json write
-	// and continue-as-new carries one ledger entry per agent. A session of
-	// 200 agents measured 0.4-1.1 MiB of history (docs/temporal.md).
-	MaxAgents = 200
+	MaxConfigBytes = config.MaxConfigJSONBytes
+	// MaxAgents bounds the team (config.MaxAgents).
+	MaxAgents = config.MaxAgents
 )
 
 // Preview shortens text for workflow history and the Web UI.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
@@ -30,11 +31,40 @@ func Load(path string) (*Config, error) {
 // LoadWithWarnings reads and parses the config file at path, returning what
 // the parser accepted without acting on it apart from the errors.
 func LoadWithWarnings(path string) (*Config, []Warning, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read config: %w", err)
+		return nil, nil, err
 	}
 	return ParseWithWarnings(data, path)
+}
+
+// readConfigFile reads a regular file of at most MaxConfigFileBytes; a
+// device, a pipe or a larger file is refused before it fills memory.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("read config %s: not a regular file; give the path of a YAML file", path)
+	}
+	tooBig := fmt.Errorf("read config %s: larger than %d bytes (%d KiB), the most a config file may hold; a session's config is at most %d KiB as JSON", path, MaxConfigFileBytes, MaxConfigFileBytes>>10, MaxConfigJSONBytes>>10)
+	if st.Size() > MaxConfigFileBytes {
+		return nil, tooBig
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	if len(data) > MaxConfigFileBytes {
+		return nil, tooBig // it grew while being read
+	}
+	return data, nil
 }
 
 // Parse decodes a YAML config strictly, applies defaults and validates it.
@@ -78,7 +108,9 @@ func ParseWithWarnings(data []byte, source string) (*Config, []Warning, error) {
 	for _, e := range mg.errs {
 		p.at(e.line, e.msg)
 	}
-	fatal := false
+	// yaml.v3 leaves a mapping with a repeated key undecoded, so
+	// validating what was decoded would report its settings as missing.
+	fatal := p.repeated
 	if more {
 		p.add(fmt.Sprintf("%s: only one YAML document is allowed; remove the second `---` and what follows it", source))
 		fatal = true
@@ -105,6 +137,9 @@ func ParseWithWarnings(data []byte, source string) (*Config, []Warning, error) {
 	if err := cfg.Validate(); err != nil {
 		p.validation(err, idx, single)
 	}
+	if err := cfg.ValidateStart(); err != nil {
+		p.validation(err, idx, single)
+	}
 	if len(p.errs) > 0 {
 		return nil, mg.warnings, errors.Join(p.errs...)
 	}
@@ -121,11 +156,15 @@ func (p *problems) decode(data []byte, out any, idx *nodeIndex, compat map[*yaml
 	// A key in the file would be copied into workflow history and session
 	// files, so it is refused outright, before strict decoding could report
 	// it as a mere unknown key.
+	// Other credential-looking names (token, password, Authorization, …)
+	// are refused the same way; prices are keyed by model names, not
+	// settings. Values are never quoted.
 	for _, k := range idx.keys {
-		if k.key != k.val && k.key.Value == "api_key" {
-			p.at(k.key.Line, fmt.Sprintf("%s: API keys do not belong in the config (the config is stored in workflow history and session files); put the key in an environment variable and name that variable with api_key_env, e.g. api_key_env: OPENAI_API_KEY", k.path))
+		if k.key != k.val && SecretKeyName(k.key.Value) && parentPath(k.path) != "prices" {
+			p.at(k.key.Line, fmt.Sprintf("%s: API keys do not belong in the config, nor do tokens, passwords or other credentials (the config is stored in workflow history and session files); put the key in an environment variable and name that variable with api_key_env, e.g. api_key_env: OPENAI_API_KEY", k.path))
 		}
 	}
+	p.wholeNumbers(idx)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := safeDecode(func() error { return dec.Decode(out) }); err != nil {
@@ -244,6 +283,8 @@ type problems struct {
 	// types are the decoded struct types by name; nil means a config's
 	// (structTypes).
 	types map[string]reflect.Type
+	// repeated says a mapping has a key twice.
+	repeated bool
 }
 
 // typ returns the decoded struct type yaml.v3 names, or nil.
@@ -254,6 +295,46 @@ func (p *problems) typ(name string) reflect.Type {
 	}
 	return structTypes[name]
 }
+
+// wholeNumbers refuses a fraction where a setting takes a whole number:
+// yaml.v3 would truncate max_tokens: 1.5 to 1 without a word.
+func (p *problems) wholeNumbers(idx *nodeIndex) {
+	for _, k := range idx.keys {
+		if k.key == k.val || k.val.Kind != yaml.ScalarNode || k.val.ShortTag() != "!!float" ||
+			!intKeys[k.key.Value] || strings.Contains(k.path, "extra_body") || parentPath(k.path) == "prices" ||
+			strings.HasPrefix(k.path, "timeout_settings") { // MassGen's fractions of seconds, rounded up there
+			continue
+		}
+		var f float64
+		if err := k.val.Decode(&f); err != nil || f == math.Trunc(f) {
+			continue
+		}
+		if p.unreadable == nil {
+			p.unreadable = map[int]bool{}
+		}
+		p.unreadable[k.val.Line] = true
+		p.at(k.val.Line, fmt.Sprintf("%s: expected a whole number, got %s", k.path, describeNode(k.val)))
+	}
+}
+
+// intKeys are the names of the settings that take whole numbers.
+var intKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	for _, t := range []reflect.Type{reflect.TypeFor[Backend](), reflect.TypeFor[Orchestrator]()} {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Int {
+				name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+				keys[name] = true
+			}
+		}
+	}
+	return keys
+}()
 
 func (p *problems) add(msg string) { p.errs = append(p.errs, errors.New(msg)) }
 
@@ -310,7 +391,7 @@ func (p *problems) decodeError(msg string, idx *nodeIndex, compat map[*yaml.Node
 	if m := unknownFieldRe.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		name := m[2]
-		if name == "api_key" {
+		if SecretKeyName(name) {
 			return // already refused with a better message
 		}
 		where := "at the top level"
@@ -350,6 +431,9 @@ func (p *problems) decodeError(msg string, idx *nodeIndex, compat map[*yaml.Node
 	}
 	if m := lineRe.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
+		if strings.HasPrefix(m[2], "mapping key ") && strings.Contains(m[2], " already defined at line ") {
+			p.repeated = true
+		}
 		p.at(line, m[2])
 		return
 	}
