@@ -73,6 +73,20 @@ func TestCLIAgainstRealServer(t *testing.T) {
 	require.Contains(t, out, "session cli-1 already ended (Completed)")
 	require.NotContains(t, out, "cancellation requested")
 
+	// A finished session's id is used once: the start is refused in one
+	// line, and `answer` still shows the finished session.
+	for _, mode := range []string{"--automation", "--detach"} {
+		out, err = cli("run", "--config", cfg, "--id", "cli-1", "--poll", "100ms", mode, "Another question")
+		require.Error(t, err, out)
+		require.Contains(t, out, "session cli-1 already exists and has ended (completed, started ")
+		require.NotContains(t, out, "QUESTION")
+		require.NotContains(t, out, "session cli-1 started")
+		require.Equal(t, 1, strings.Count(strings.TrimSpace(out), "\n")+1, out)
+	}
+	out, err = cli("answer", "cli-1")
+	require.NoError(t, err, out)
+	require.True(t, strings.HasPrefix(out, "Final answer"), out)
+
 	out, err = cli("--version")
 	require.NoError(t, err, out)
 	require.True(t, strings.HasPrefix(out, "conclave version "), out)
@@ -87,4 +101,34 @@ func TestCLIAgainstRealServer(t *testing.T) {
 	out, err = cli("run", "--config", bad, "task")
 	require.Error(t, err)
 	require.Contains(t, out, "agents[0].id")
+}
+
+// TestCLIRunIDAlreadyRunning: `run --id X` while X runs is refused with a
+// clear error instead of following the running session as if it were new.
+// No worker polls the queue, so the first session stays running.
+func TestCLIRunIDAlreadyRunning(t *testing.T) {
+	bin := conclaveBinary(t)
+	server := testenv.StartTemporal(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "team.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("agents:\n  - id: a\n    backend: {type: openai, model: m, base_url: http://127.0.0.1:9/v1}\n"), 0o644))
+	cli := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append(args, "--task-queue", "nobody-polls")...)
+		cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+server.HostPort)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := cli("run", "--config", cfg, "--id", "r2", "--detach", "Explain apples")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "session r2 started")
+
+	for _, mode := range [][]string{{"--automation"}, {"--detach"}, nil} {
+		args := append([]string{"run", "--config", cfg, "--id", "r2", "--poll", "100ms"}, mode...)
+		out, err = cli(append(args, "Explain oranges")...)
+		require.Error(t, err, out)
+		require.Contains(t, out, "session r2 is already running (started ")
+		require.Contains(t, out, "`conclave status r2`")
+		require.NotContains(t, out, "QUESTION")
+		require.NotContains(t, out, "started\n")
+	}
 }

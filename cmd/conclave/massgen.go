@@ -104,7 +104,7 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 			duration := time.Since(start).Seconds()
 			if err != nil {
 				fmt.Fprintln(out, "RESULT", compactJSON(map[string]string{"status": coord.StatusFailed, "session": id, "error": err.Error()}))
-				return &exitError{code: exitExecution, err: fmt.Errorf("session %s failed: %w", id, err)}
+				return &exitError{code: exitExecution, err: &detailedError{msg: sessionFailed(id, err), err: err}}
 			}
 			fmt.Fprintf(out, "\nWINNER: %s\nANSWER_FILE: %s/final/answer.md\nDURATION: %.1fs\nANSWER_PREVIEW: %s\n",
 				res.Winner, strings.TrimRight(res.Session, "/"), duration, oneLine(res.FinalAnswer, 200))

@@ -179,8 +179,12 @@ func startPipeline(ctx context.Context, c client.Client, f *pipelineFlags, in wo
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: f.taskQueue, StaticSummary: fmt.Sprintf("%s · %d steps", title, len(in.Definition.Graph.Steps)),
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, contract.PipelineName, in)
 	if err != nil {
+		if running := alreadyRunning(ctx, c, "pipeline run", id, err); running != nil {
+			return running
+		}
 		return fmt.Errorf("start the pipeline: %w", err)
 	}
 	fmt.Fprintln(out, id)

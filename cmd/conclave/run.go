@@ -16,7 +16,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
@@ -113,11 +116,62 @@ func startSession(ctx context.Context, c client.Client, f *runFlags, in workflow
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: f.taskQueue, StaticSummary: summary,
 		StaticDetails: fmt.Sprintf("Conclave session with %d agents: %s", len(in.Config.Agents), strings.Join(in.Config.AgentIDs(), ", ")),
+		// Without it the SDK hands back the running session under that id,
+		// and run would follow someone else's task as if it were this one.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		// A session id is used once: its folder belongs to its first run,
+		// which would refuse a second one, and the failed second run would
+		// then be what `conclave answer` shows.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 	}, contract.CoordinationName, in)
 	if err != nil {
+		if running := alreadyRunning(ctx, c, "session", id, err); running != nil {
+			return nil, id, running
+		}
 		return nil, id, fmt.Errorf("start the session: %w", err)
 	}
 	return run, id, nil
+}
+
+// alreadyRunning turns the server's refusal to start a second workflow
+// under a running one's id into one line that says what to do instead;
+// nil for any other error.
+func alreadyRunning(ctx context.Context, c client.Client, what, id string, err error) error {
+	var taken *serviceerror.WorkflowExecutionAlreadyStarted
+	if !errors.As(err, &taken) {
+		return nil
+	}
+	state, started := "is already running", ""
+	if d, derr := c.DescribeWorkflowExecution(ctx, id, ""); derr == nil {
+		info := d.GetWorkflowExecutionInfo()
+		if t := info.GetStartTime(); t != nil {
+			started = "started " + t.AsTime().UTC().Format(time.RFC3339)
+		}
+		if st := info.GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && st != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
+			// A session id is used once (WorkflowIDReusePolicy above).
+			state = "already exists and has ended"
+			started = strings.TrimPrefix(strings.ToLower(st.String()), "workflow_execution_status_") + ", " + started
+		}
+	}
+	if started != "" {
+		state += " (" + strings.TrimSuffix(started, ", ") + ")"
+	}
+	hint := fmt.Sprintf("use `conclave status %s` or `conclave answer %s`, or choose another --id", id, id)
+	if what == "pipeline run" {
+		hint = fmt.Sprintf("use `conclave pipeline status %s`, or choose another --id", id)
+	}
+	return &detailedError{msg: fmt.Sprintf("%s %s %s; %s", what, id, state, hint), err: err}
+}
+
+// sessionFailed is the one line for a session that ended in failure. A
+// session whose folder belongs to another workflow run (an earlier session
+// with this id whose history the server no longer keeps) says so briefly.
+func sessionFailed(id string, err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == contract.ErrTypeSessionOwned {
+		return fmt.Sprintf("session %s was refused: its session folder belongs to an earlier session with this id; nothing was changed; choose another --id", id)
+	}
+	return fmt.Sprintf("session %s failed: %s", id, briefCause(err))
 }
 
 func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workflows.CoordinationInput, out io.Writer) error {
@@ -140,7 +194,7 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 		case err := <-done:
 			if err != nil {
 				// The Web UI link was printed when the session started.
-				return &detailedError{msg: fmt.Sprintf("session %s failed: %s", id, briefCause(err)), err: err}
+				return &detailedError{msg: sessionFailed(id, err), err: err}
 			}
 			printResult(out, *res, f.link(id))
 			return nil

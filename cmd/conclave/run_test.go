@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
@@ -22,4 +25,11 @@ func TestProgressShowsRetriesAndReasons(t *testing.T) {
 	require.Contains(t, lines[1], "step 2 · answers 1 → agent_a")
 	require.Contains(t, lines[2], "no_action step 0 · answers 0 · retrying (attempt 3)")
 	require.Contains(t, lines[3], `failed    step 1: model "x" not found (404)`)
+}
+
+func TestSessionFailedOwned(t *testing.T) {
+	owned := temporal.NewNonRetryableApplicationError(`session "s1" in /data/sessions/s1 belongs to workflow s1 (first run a), not to workflow s1 (first run b): …`, contract.ErrTypeSessionOwned, nil)
+	msg := sessionFailed("s1", fmt.Errorf("workflow execution error: %w", owned))
+	require.Equal(t, "session s1 was refused: its session folder belongs to an earlier session with this id; nothing was changed; choose another --id", msg)
+	require.Equal(t, "session s1 failed: the model is down", sessionFailed("s1", temporal.NewApplicationError("the model is down", "X")))
 }
