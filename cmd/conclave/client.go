@@ -61,7 +61,7 @@ func (f *temporalFlags) add(cmd *cobra.Command) {
 }
 
 func (f *temporalFlags) addUI(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.ui, "ui", envOr("CONCLAVE_UI", "http://127.0.0.1:8233"), "Temporal Web UI base URL, for links (env CONCLAVE_UI)")
+	cmd.Flags().StringVar(&f.ui, "ui", envOr("CONCLAVE_UI", defaultUI), "Temporal Web UI base URL, for links (env CONCLAVE_UI)")
 }
 
 // options resolves the client options; afterwards address and namespace

@@ -96,7 +96,7 @@ func linger(ctx context.Context, out io.Writer, keep bool, ui, db string) {
 		<-ctx.Done()
 		return
 	}
-	fmt.Fprintf(out, "\nThe run is kept in %s; `./bin/conclave dev` serves it again in the Web UI.\n", db)
+	fmt.Fprintf(out, "\nThe run is kept in %s; `%s` serves it again in the Web UI.\n", db, devCommand(db))
 }
 
 // offline is true when the config needs OpenAI's key and none is set.

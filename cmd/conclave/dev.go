@@ -30,7 +30,7 @@ type devFlags struct {
 
 func (f *devFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.storage, "storage", os.Getenv("CONCLAVE_STORAGE"), "session storage (default ./.conclave)")
-	cmd.Flags().StringVar(&f.db, "db", filepath.Join(worker.DefaultStorage, "dev", "temporal.db"), "dev server database file (sessions survive restarts)")
+	cmd.Flags().StringVar(&f.db, "db", defaultDevDB(), "dev server database file (sessions survive restarts)")
 	cmd.Flags().IntVar(&f.port, "port", 7233, "Temporal gRPC port (a free one if taken)")
 	cmd.Flags().IntVar(&f.uiPort, "ui-port", 8233, "Web UI port (a free one if taken)")
 	// Warnings only by default: the worker shares the terminal with the
@@ -148,9 +148,9 @@ func newDevCmd() *cobra.Command {
 				}
 			}
 			fmt.Fprintf(out, "Temporal: %s (namespace %s)\nWeb UI:   %s\nStorage:  %s\nWorker:   task queue %q\n\n"+
-				"Start a session in another terminal:\n  TEMPORAL_ADDRESS=%s ./bin/conclave run --config %s \"your task\"\n"+
+				"Start a session in another terminal:\n  %s\n"+
 				"Press Ctrl-C to stop.\n", env.server.HostPort, env.server.Namespace, env.server.UIURL, env.store,
-				worker.DefaultTaskQueue, env.server.HostPort, team)
+				worker.DefaultTaskQueue, devRunHint(env.server.HostPort, env.server.UIURL, team))
 			<-cmd.Context().Done()
 			fmt.Fprintln(out, "stopping")
 			return nil
@@ -177,4 +177,36 @@ func writeOfflineTeam(dir, url string) (string, error) {
 		return "", fmt.Errorf("write the offline team: %w", err)
 	}
 	return path, nil
+}
+
+// defaultUI is the Web UI address run's links assume (--ui, CONCLAVE_UI).
+const defaultUI = "http://127.0.0.1:8233"
+
+// devRunHint is the command that starts a session on this dev server; it
+// names the Web UI when that is not where run's links point by default
+// (--ui-port, or 8233 taken).
+func devRunHint(hostPort, ui, team string) string {
+	env := "TEMPORAL_ADDRESS=" + hostPort
+	if ui != defaultUI && ui != "http://localhost:8233" {
+		env += " CONCLAVE_UI=" + ui
+	}
+	return fmt.Sprintf("%s ./bin/conclave run --config %s \"your task\"", env, team)
+}
+
+// devCommand is the command that serves the dev database db again.
+func devCommand(db string) string {
+	if db == defaultDevDB() {
+		return "./bin/conclave dev"
+	}
+	return "./bin/conclave dev --db " + shellWord(db)
+}
+
+func defaultDevDB() string { return filepath.Join(worker.DefaultStorage, "dev", "temporal.db") }
+
+// shellWord quotes s for a POSIX shell when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/+:=@,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
