@@ -38,6 +38,12 @@ func newSessionCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := openSessionDir(cmd.Context(), dir)
+			if errors.Is(err, errNoSessionDir) && len(agents) > 0 {
+				// A new session: the first `conclave step` creates it.
+				// Naming the team says it is expected, so its agents show
+				// as no_action and the documented loop starts them.
+				st, err = emptyStore{location: dir}, nil
+			}
 			if err != nil {
 				return err
 			}
@@ -63,7 +69,7 @@ func newSessionCmd() *cobra.Command {
 		},
 	}
 	status.Flags().StringVar(&dir, "session-dir", "", "session directory, file:// or s3:// URL (required)")
-	status.Flags().StringSliceVar(&agents, "agents", nil, "agent ids of the team; those without files yet show as no_action")
+	status.Flags().StringSliceVar(&agents, "agents", nil, "agent ids of the team; those without files yet show as no_action, and a missing local session directory is a session not started yet")
 	_ = status.MarkFlagRequired("session-dir")
 	cmd.AddCommand(status)
 	return cmd
@@ -106,7 +112,7 @@ func openSessionDir(ctx context.Context, dir string) (storage.Store, error) {
 		path := strings.TrimPrefix(dir, "file://")
 		fi, err := os.Stat(path)
 		if err != nil {
-			return nil, fmt.Errorf("session directory %s does not exist (check --session-dir)", path)
+			return nil, fmt.Errorf("session directory %s %w (check --session-dir, or pass --agents for a session not started yet)", path, errNoSessionDir)
 		}
 		if !fi.IsDir() {
 			return nil, fmt.Errorf("session directory %s is a file, not a directory", path)
@@ -114,6 +120,26 @@ func openSessionDir(ctx context.Context, dir string) (storage.Store, error) {
 	}
 	return storage.Open(ctx, dir)
 }
+
+// errNoSessionDir says a local session directory does not exist.
+var errNoSessionDir = errors.New("does not exist")
+
+// emptyStore is a session directory that does not exist yet: it holds
+// nothing and is never written (status only reads).
+type emptyStore struct{ location string }
+
+func (emptyStore) Put(context.Context, string, []byte) error {
+	return errors.New("the session directory does not exist")
+}
+func (e emptyStore) Create(ctx context.Context, key string, data []byte) error {
+	return e.Put(ctx, key, data)
+}
+func (emptyStore) Get(_ context.Context, key string) ([]byte, error) {
+	return nil, fmt.Errorf("%s: %w", key, storage.ErrNotFound)
+}
+func (emptyStore) List(context.Context, string) ([]string, error) { return nil, nil }
+func (emptyStore) Delete(context.Context, string) error           { return nil }
+func (e emptyStore) Location() string                             { return e.location }
 
 // storedUsage sums the usage recorded in the steps' transcripts (the first
 // line of each trace.jsonl holds the step's usage, cost included) of the

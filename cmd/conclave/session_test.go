@@ -216,3 +216,19 @@ func TestSessionStatusUsesTheWorkflowVerdict(t *testing.T) {
 	require.Equal(t, "agent_a", s.Winner, "the first agent presents")
 	require.Equal(t, "done", s.Phase)
 }
+
+// TestSessionStatusNewSession: the documented loop starts on a session
+// directory that does not exist yet; with the team named, status shows
+// every agent to launch, without creating the directory.
+func TestSessionStatusNewSession(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "session")
+	code, out, errs := runCLI(t, "session", "status", "--session-dir", missing, "--agents", "agent_a,agent_b")
+	require.Equal(t, 0, code, errs)
+	var s statusOut
+	require.NoError(t, json.Unmarshal([]byte(out), &s), out)
+	require.Equal(t, []string{"agent_a", "agent_b"}, s.Relaunch)
+	require.False(t, s.Consensus)
+	require.Equal(t, "no_action", s.Agents["agent_b"].State)
+	_, err := os.Stat(missing)
+	require.True(t, os.IsNotExist(err), "status must not create the directory")
+}
