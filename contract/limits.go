@@ -22,6 +22,11 @@ const (
 	// MaxHumanInputBytes bounds one human_input update; it goes into every
 	// later agent context.
 	MaxHumanInputBytes = 8 << 10
+	// MaxHumanInputs bounds the human inputs of one session: each is stored
+	// in history and shown to every later step, so an unbounded stream of
+	// them (a loop calling `conclave say`) would grow the history toward
+	// Temporal's limit and every context with it.
+	MaxHumanInputs = 100
 	// MaxSessionIDBytes bounds a session or run id, which names a storage
 	// folder.
 	MaxSessionIDBytes = 200

@@ -131,6 +131,17 @@ func TestHumanInputRejectedAfterCoordination(t *testing.T) {
 	require.ErrorContains(t, w.validateHumanInput(nil, HumanInput{Text: "hi"}), "the session is presenting")
 }
 
+// A session takes a bounded number of human inputs, carried across
+// continue-as-new, so a loop of `conclave say` cannot grow its history
+// toward Temporal's limit.
+func TestHumanInputsAreBounded(t *testing.T) {
+	w := newCoordination(input(testConfig(a)))
+	w.state.InboxSeq = contract.MaxHumanInputs - 1
+	require.NoError(t, w.validateHumanInput(nil, HumanInput{Text: "hi"}))
+	w.state.InboxSeq = contract.MaxHumanInputs
+	require.ErrorContains(t, w.validateHumanInput(nil, HumanInput{Text: "hi"}), "already has 100 human inputs")
+}
+
 // Continue-as-new carries the state; the next run picks up where this one
 // stopped (no new session, launch numbers go on).
 func TestContinueAsNew(t *testing.T) {

@@ -21,6 +21,9 @@ func (w *coordination) validateHumanInput(_ workflow.Context, h HumanInput) erro
 	if w.phase != coord.PhaseCoordinating {
 		return fmt.Errorf("the session is %s: human input is taken only while the agents coordinate", w.phase)
 	}
+	if w.state.InboxSeq >= contract.MaxHumanInputs {
+		return fmt.Errorf("the session already has %d human inputs, the most it takes: put further guidance in one longer input to a new session", w.state.InboxSeq)
+	}
 	return nil
 }
 

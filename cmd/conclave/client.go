@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -73,6 +74,15 @@ func (f *temporalFlags) options() (client.Options, error) {
 	if f.configFile != "" {
 		if _, err := os.Stat(f.configFile); err != nil {
 			return client.Options{}, fmt.Errorf("--config-file: %w", err)
+		}
+	}
+	// The standard loader reads any value it cannot parse (TEMPORAL_TLS=yes)
+	// as false, which would dial in plaintext without a word.
+	for _, name := range []string{"TEMPORAL_TLS", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"} {
+		if v, ok := os.LookupEnv(name); ok {
+			if _, err := strconv.ParseBool(v); err != nil {
+				return client.Options{}, fmt.Errorf("%s=%q is not true or false; set it to true (TLS) or false (plaintext)", name, v)
+			}
 		}
 	}
 	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{

@@ -111,3 +111,20 @@ func TestErrorText(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// A TEMPORAL_TLS value that is not a boolean is refused: the standard
+// loader would read it as false and dial in plaintext without a word.
+func TestTemporalTLSMustBeABoolean(t *testing.T) {
+	for _, v := range []string{"yes", "on", " true", "true ", "maybe"} {
+		clearTemporalEnv(t)
+		t.Setenv("TEMPORAL_TLS", v)
+		_, err := parseTemporalFlags(t).options()
+		require.ErrorContains(t, err, "TEMPORAL_TLS", v)
+		require.ErrorContains(t, err, "is not true or false", v)
+	}
+	clearTemporalEnv(t)
+	t.Setenv("TEMPORAL_TLS", "true")
+	o, err := parseTemporalFlags(t).options()
+	require.NoError(t, err)
+	require.True(t, usesTLS(o))
+}
