@@ -11,7 +11,12 @@ import (
 // lenient about case, spacing and a closing slash, because a model reads
 // <End Of Agent2.1 > as the same marker; only UPDATE must be upper case, so
 // that an honest <update> element in a file read back is left alone.
-var markerLike = regexp.MustCompile(`(?i)<\s*/?\s*(?:end\s+of\b[^<>]*|agent\s*\d+(?:\s*\.\s*(?:\d+|final))?|original\s+message|current\s+answers\b[^<>]*|your\s+subtask|evaluation\s+criteria|(?-i:UPDATE))\s*>`)
+//
+// "Space" includes invisible format characters (a zero-width space, a
+// word joiner): a model skips them, so <\u200bagent2.1> reads as a marker.
+var markerLike = regexp.MustCompile(strings.ReplaceAll(
+	`(?i)<\s*/?\s*(?:end\s+of\b[^<>]*|agent\s*\d+(?:\s*\.\s*(?:\d+|final))?|original\s+message|current\s+answers\b[^<>]*|your\s+subtask|evaluation\s+criteria|(?-i:UPDATE))\s*>`,
+	`\s`, `[\s\p{Cf}\p{Zs}]`))
 
 // Quote neutralises untrusted text — a peer's answer, human input,
 // criteria, a task assembled from earlier steps, tool output — before it is
