@@ -95,7 +95,15 @@ func TestLargeInputs(t *testing.T) {
 			{"task-too-large", bigTask + "x", "task: 1572865 bytes, at most 1572864", 2},
 			{"too-many-agents", "TASK-ONE: name a colour.", fmt.Sprintf("config.agents: %d agents, at most %d", contract.MaxAgents+1, contract.MaxAgents), contract.MaxAgents + 1},
 		} {
-			_, err := run(tc.name, workflows.CoordinationInput{Task: tc.task, Config: team(t, srv.URL(), ids(tc.agents)...)})
+			// The config loader refuses a team above the limit itself, so the
+			// oversized team is built past it: the workflow must refuse too.
+			cfg := team(t, srv.URL(), ids(min(tc.agents, contract.MaxAgents))...)
+			for i := len(cfg.Agents); i < tc.agents; i++ {
+				extra := cfg.Agents[0]
+				extra.ID = fmt.Sprintf("extra%03d", i)
+				cfg.Agents = append(cfg.Agents, extra)
+			}
+			_, err := run(tc.name, workflows.CoordinationInput{Task: tc.task, Config: cfg})
 			var appErr *temporal.ApplicationError
 			require.True(t, errors.As(err, &appErr), "%v", err)
 			require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
