@@ -98,11 +98,18 @@ func TestWorkersWithDifferentStorage(t *testing.T) {
 	snap, err := session.Load(ctx, sess)
 	require.NoError(t, err)
 	require.Empty(t, snap.Problems)
+	answered := map[string]bool{}
 	for _, a := range snap.Agents {
-		// An agent whose first step was delayed may vote without answering.
+		answered[a.ID] = a.AnswerCount > 0
+	}
+	for _, a := range snap.Agents {
+		// An agent whose first step was delayed may vote without answering,
+		// and which answer it prefers depends on what it had seen; but every
+		// vote is for an answer stored in this one store (a split session
+		// had votes for answers held by the other store).
 		require.LessOrEqual(t, a.AnswerCount, 1, a.ID)
 		require.NotNil(t, a.Vote, "%s: %+v; result %+v", a.ID, a.Agent, res)
-		require.Equal(t, "agent_a", a.Vote.Target, a.ID)
+		require.True(t, answered[a.Vote.Target], "%s voted for %s, whose answer is not in the session's store", a.ID, a.Vote.Target)
 	}
 	for _, k := range []string{session.InfoKey, session.ConfigKey, session.StatusKey, session.FinalAnswerKey} {
 		_, err := sess.Get(ctx, k)
