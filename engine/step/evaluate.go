@@ -119,7 +119,9 @@ func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, llm.Usage, e
 		Tag:         o.Tag, Binding: evaluationBinding(o, labels, crit),
 		Prior:      prior(o.Store, traceKey, data, err == nil),
 		Checkpoint: agent.Checkpointer[evaluator.State](o.Store, traceKey, o.OnCheckpoint),
-		Logf:       func(f string, args ...any) { o.Logf("round evaluator before round %d: "+f, append([]any{o.Round}, args...)...) },
+		Logf: func(f string, args ...any) {
+			o.Logf("round evaluator before round %d: "+f, append([]any{o.Round}, args...)...)
+		},
 	}
 	out, _, err := evaluator.Run(ctx, in)
 	if err != nil {
