@@ -123,7 +123,27 @@ type Orchestrator struct {
 	OrchestratorTimeoutSeconds int    `yaml:"orchestrator_timeout_seconds" json:"orchestrator_timeout_seconds"`
 	MaxStepsPerAgent           int    `yaml:"max_steps_per_agent" json:"max_steps_per_agent"`
 	MaxEnforcementAttempts     int    `yaml:"max_enforcement_attempts" json:"max_enforcement_attempts"`
+
+	// The round evaluator of seed 001 (docs/quality-gates.md): before round
+	// 2+, one fresh-eyes run writes a critique packet and a task plan for
+	// the next round. RoundEvaluatorBeforeChecklist turns it on;
+	// OrchestratorManagedRoundEvaluator has the workflow launch it (else
+	// the agents are told to expect it); the pressure shapes its prompt.
+	RoundEvaluatorBeforeChecklist        bool                   `yaml:"round_evaluator_before_checklist" json:"round_evaluator_before_checklist"`
+	OrchestratorManagedRoundEvaluator    bool                   `yaml:"orchestrator_managed_round_evaluator" json:"orchestrator_managed_round_evaluator"`
+	RoundEvaluatorTransformationPressure TransformationPressure `yaml:"round_evaluator_transformation_pressure" json:"round_evaluator_transformation_pressure"`
 }
+
+// TransformationPressure is how hard the round evaluator pushes for a
+// larger thesis shift before settling for incremental refinement.
+type TransformationPressure string
+
+// Transformation pressures (round_evaluator_transformation_pressure).
+const (
+	PressureGentle     TransformationPressure = "gentle"
+	PressureBalanced   TransformationPressure = "balanced"
+	PressureAggressive TransformationPressure = "aggressive"
+)
 
 // BackendOpenAI is OpenAI's own API, the default backend type.
 const BackendOpenAI = "openai"
@@ -213,6 +233,8 @@ func DefaultOrchestrator() Orchestrator {
 		OrchestratorTimeoutSeconds:     1800,
 		MaxStepsPerAgent:               10,
 		MaxEnforcementAttempts:         3,
+
+		RoundEvaluatorTransformationPressure: PressureBalanced,
 	}
 }
 
@@ -231,6 +253,7 @@ func (c *Config) ApplyDefaults() {
 	setIfEmpty(&o.Consensus, d.Consensus)
 	setIfEmpty(&o.UpdateMode, d.UpdateMode)
 	setIfEmpty(&o.FinalAnswerStrategy, d.FinalAnswerStrategy)
+	setIfEmpty(&o.RoundEvaluatorTransformationPressure, d.RoundEvaluatorTransformationPressure)
 	for i := range c.Agents {
 		c.Agents[i].Backend.applyDefaults()
 	}

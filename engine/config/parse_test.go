@@ -78,6 +78,9 @@ orchestrator:
   orchestrator_timeout_seconds: 60
   max_steps_per_agent: 999
   max_enforcement_attempts: 1
+  round_evaluator_before_checklist: true
+  orchestrator_managed_round_evaluator: true
+  round_evaluator_transformation_pressure: aggressive
 prices:
   gpt-4o-mini: {input: 0.15, output: 0.60}
   llama3: {input: 0, output: 0}
@@ -115,6 +118,9 @@ prices:
 					OrchestratorTimeoutSeconds:                     60,
 					MaxStepsPerAgent:                               999,
 					MaxEnforcementAttempts:                         1,
+					RoundEvaluatorBeforeChecklist:                  true,
+					OrchestratorManagedRoundEvaluator:              true,
+					RoundEvaluatorTransformationPressure:           PressureAggressive,
 				}, c.Orchestrator)
 				in, out, ok := c.Price("gpt-4o-mini")
 				assert.True(t, ok)
