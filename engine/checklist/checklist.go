@@ -102,15 +102,17 @@ type Request struct {
 // the step keeps. An accepted result has a Verdict; a validation error has
 // RequiresResubmission and Errors, never a Verdict.
 type Result struct {
-	Status               string                    `json:"status"`
-	Verdict              string                    `json:"verdict,omitempty"`
-	Scores               map[string]map[string]int `json:"scores,omitempty"`
-	Flat                 map[string]int            `json:"flat_scores,omitempty"`
-	Best                 string                    `json:"best,omitempty"`
-	Failing              []string                  `json:"failing,omitempty"`
-	RequiresResubmission bool                      `json:"requires_resubmission,omitempty"`
-	Errors               []string                  `json:"errors,omitempty"`
-	Next                 string                    `json:"next"`
+	Status  string                    `json:"status"`
+	Verdict string                    `json:"verdict,omitempty"`
+	Scores  map[string]map[string]int `json:"scores,omitempty"`
+	Flat    map[string]int            `json:"flat_scores,omitempty"`
+	Best    string                    `json:"best,omitempty"`
+	Failing []string                  `json:"failing,omitempty"`
+	// FailingCriteria are the ids of the criteria in Failing, once each.
+	FailingCriteria      []string `json:"failing_criteria,omitempty"`
+	RequiresResubmission bool     `json:"requires_resubmission,omitempty"`
+	Errors               []string `json:"errors,omitempty"`
+	Next                 string   `json:"next"`
 }
 
 // JSON is the result as the model sees it.
@@ -152,7 +154,7 @@ func evaluateFlat(req Request, data json.RawMessage) Result {
 		return invalid(req, errs)
 	}
 	res := Result{Status: StatusAccepted, Flat: scores}
-	res.Failing = failing(req.Criteria, scores, "")
+	res.Failing, res.FailingCriteria = failing(req.Criteria, scores, "")
 	res.Verdict = VerdictIterate
 	if len(res.Failing) == 0 {
 		res.Verdict = terminal(req)
@@ -198,7 +200,7 @@ func evaluateLabels(req Request, data json.RawMessage) Result {
 		}
 	}
 	res.Best = best
-	res.Failing = failing(req.Criteria, all[best], best)
+	res.Failing, res.FailingCriteria = failing(req.Criteria, all[best], best)
 	res.Verdict = VerdictIterate
 	if len(res.Failing) == 0 {
 		res.Verdict = terminal(req)
@@ -269,19 +271,19 @@ func parseScore(raw json.RawMessage) (int, bool) {
 	return n, true
 }
 
-// failing lists "label E2 (5)" for every criterion below PassScore.
-func failing(criteria []Criterion, scores map[string]int, label string) []string {
-	var out []string
+// failing lists "label E2 (5)" for every criterion below PassScore, and
+// the ids of those criteria.
+func failing(criteria []Criterion, scores map[string]int, label string) (items, ids []string) {
 	for _, c := range criteria {
 		if s := scores[c.ID]; s < PassScore {
 			item := fmt.Sprintf("%s (%d)", c.ID, s)
 			if label != "" {
 				item = label + " " + item
 			}
-			out = append(out, item)
+			items, ids = append(items, item), append(ids, c.ID)
 		}
 	}
-	return out
+	return items, ids
 }
 
 func terminal(req Request) string {

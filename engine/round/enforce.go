@@ -18,7 +18,8 @@ import (
 // Tools lists the tools of the next call; the vote enum follows the
 // answers the agent knows, so it refreshes after an injection.
 func (p *policy) Tools(t *Transcript, files agent.Files) []tools.Spec {
-	return append(tools.WorkflowSpecs(p.in.Mode, candidates(p.anon, t.State.Known)), files.Specs()...)
+	specs := append(tools.WorkflowSpecs(p.in.Mode, candidates(p.anon, t.State.Known)), p.checklistTools(t)...)
+	return append(specs, files.Specs()...)
 }
 
 // candidates are the anonymous ids that have an answer the agent has seen.
@@ -46,6 +47,10 @@ func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files
 	for i, c := range msg.ToolCalls {
 		if tools.IsWorkflowTool(c.Name) {
 			workflow = append(workflow, c)
+			continue
+		}
+		if res, ok := p.checklistCall(t, c); ok {
+			turn.Results[i] = res
 			continue
 		}
 		res, ok := files.Call(c)
@@ -139,6 +144,9 @@ func (p *policy) validate(t *Transcript, c llm.ToolCall, files agent.Files) (out
 		if tools.IsWorkflowTool(s.Name) {
 			workflow = append(workflow, s.Name)
 		}
+	}
+	if reason, res := p.checklistGate(t, c.Name); reason != "" && slices.Contains(workflow, c.Name) {
+		return nil, reason, res
 	}
 	switch {
 	case c.Name == tools.NewAnswer && p.in.Mode == coord.ModeVoteOnly:

@@ -85,9 +85,13 @@ func (p *policy) start() ([]llm.Message, State) {
 		s.Known = append(s.Known, a)
 	}
 	s.Shown = copySeen(s.SeenSteps)
+	user := userMessage(p.in)
+	if p.gated() {
+		user += checklistContext(p.in)
+	}
 	return []llm.Message{
 		{Role: llm.RoleSystem, Content: systemMessage(p.in)},
-		{Role: llm.RoleUser, Content: userMessage(p.in)},
+		{Role: llm.RoleUser, Content: user},
 	}, s
 }
 
@@ -107,6 +111,9 @@ func (p *policy) Check(t *Transcript) error {
 		if _, ok := p.anon[k.Agent]; !ok {
 			return fmt.Errorf("it lists an answer of %q, who is not an agent of the session", k.Agent)
 		}
+	}
+	if err := p.checkChecklist(t); err != nil {
+		return err
 	}
 	if s.Final == nil {
 		if s.Attempts >= p.in.MaxAttempts || t.Turns >= p.in.MaxTurns {

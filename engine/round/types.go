@@ -72,6 +72,10 @@ type Input struct {
 	Workspace *tools.Workspace // nil: no workspace tools
 	Inbox     Inbox            // nil: no injection
 
+	// Checklist gates vote, stop and new_answer behind submit_checklist
+	// (voting_sensitivity: checklist_gated); nil leaves the step ungated.
+	Checklist *Checklist
+
 	DisableInjection bool
 	// MaxMidstreamInjections caps peer-answer updates per step (0: none).
 	MaxMidstreamInjections int
@@ -119,6 +123,8 @@ type State struct {
 	Attempts   int      `json:"attempts"`
 	Reasons    []string `json:"reasons,omitempty"`
 	Injections int      `json:"injections"`
+	// Checklist is the checklist policy's state (gated steps only).
+	Checklist *ChecklistState `json:"checklist,omitempty"`
 	// Final is the step's action once it is decided; resuming a finished
 	// transcript returns it without another model call.
 	Final *Outcome `json:"final,omitempty"`
