@@ -36,3 +36,7 @@ type EvaluationFile struct {
 	NextTasksError string   `json:"next_tasks_error,omitempty"`
 	Timestamp      string   `json:"timestamp"`
 }
+
+// ChecklistKey is where a gated step's checklist state is stored: every
+// submit_checklist result, the accepted verdict and the improvement plan.
+func ChecklistKey(agent string, step int) string { return StepPrefix(agent, step) + "checklist.json" }
