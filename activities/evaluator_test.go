@@ -53,7 +53,7 @@ func TestRoundEvaluatorStoresHandoff(t *testing.T) {
 	require.NoError(t, v.Get(&res))
 	require.False(t, res.TasksValid, "an empty task list is the degraded path")
 	require.Contains(t, res.TasksError, "no tasks")
-	require.Equal(t, session.CritiquePacketKey(2), res.PacketKey)
+	require.Equal(t, session.SessionEvaluation(2).Packet(), res.PacketKey)
 	_, err = sess.Get(context.Background(), res.PacketKey)
 	require.NoError(t, err)
 	require.Positive(t, res.Usage.InputTokens)

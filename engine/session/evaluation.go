@@ -1,30 +1,35 @@
 package session
 
-// The round evaluator's files: one folder per round it prepared,
-// evaluator/<NNN>/ (NNN the round, zero-padded like a step).
-const (
-	EvaluatorPrefix = "evaluator/"
+// EvaluatorPrefix holds the evaluations the workflow runs before rounds
+// (orchestrator_managed_round_evaluator): evaluator/<NNN>/, NNN the round
+// it prepared, zero-padded like a step.
+const EvaluatorPrefix = "evaluator/"
 
-	critiquePacketFile = "critique_packet.md"
-	nextTasksFile      = "next_tasks.json"
-	evaluationFile     = "evaluation.json"
-)
+// EvalDir is the folder of one round evaluation, with a trailing slash:
+// evaluator/<NNN>/ when the workflow ran it, agents/<id>/<NNN>/evaluator/
+// when the agent's own step did.
+type EvalDir string
 
-// EvaluationPrefix is the folder of the evaluation before round n.
-func EvaluationPrefix(round int) string { return EvaluatorPrefix + StepName(round) + "/" }
+// SessionEvaluation is the workflow-run evaluation before round n.
+func SessionEvaluation(round int) EvalDir { return EvalDir(EvaluatorPrefix + StepName(round) + "/") }
 
-// CritiquePacketKey is where the evaluator's critique packet is stored.
-func CritiquePacketKey(round int) string { return EvaluationPrefix(round) + critiquePacketFile }
+// StepEvaluation is the evaluation an agent's step ran before its work.
+func StepEvaluation(agent string, step int) EvalDir {
+	return EvalDir(StepPrefix(agent, step) + "evaluator/")
+}
 
-// NextTasksKey is where the evaluator's task plan is stored, as it gave it.
-func NextTasksKey(round int) string { return EvaluationPrefix(round) + nextTasksFile }
+// Packet is critique_packet.md.
+func (d EvalDir) Packet() string { return string(d) + "critique_packet.md" }
 
-// EvaluationKey is the evaluation's summary, written last: an evaluation
-// without it did not finish.
-func EvaluationKey(round int) string { return EvaluationPrefix(round) + evaluationFile }
+// Tasks is next_tasks.json, as the evaluator gave it.
+func (d EvalDir) Tasks() string { return string(d) + "next_tasks.json" }
 
-// EvaluationTraceKey is the evaluator's transcript and checkpoint.
-func EvaluationTraceKey(round int) string { return EvaluationPrefix(round) + traceFile }
+// Summary is evaluation.json, written last: an evaluation without it did
+// not finish.
+func (d EvalDir) Summary() string { return string(d) + "evaluation.json" }
+
+// Trace is the evaluator's transcript and checkpoint.
+func (d EvalDir) Trace() string { return string(d) + traceFile }
 
 // EvaluationFile is evaluation.json: what the evaluator read and whether
 // its plan can be worked from (next_tasks_valid) or the next round takes

@@ -29,6 +29,10 @@ type shown struct {
 	Criteria   []string       `json:"criteria"`
 	Tally      map[string]int `json:"tally"`
 	Synthesize bool           `json:"synthesize"`
+	// Checklist is the step's checklist policy (criteria, budget, the
+	// evaluator's plan or packet); absent when the step is not gated, so
+	// ungated steps keep the fingerprint they always had.
+	Checklist *round.Checklist `json:"checklist,omitempty"`
 }
 
 // visible is one answer the step was shown, by agent and step.
@@ -46,7 +50,7 @@ type visible struct {
 func binding(owner string, stepNo int, in *round.Input) string {
 	v := shown{
 		Owner: owner, Agent: in.Agent, Step: stepNo, Tag: in.Tag, Task: in.Task, Subtask: in.Subtask,
-		Mode: in.Mode, Criteria: in.EvalCriteria, Tally: in.Tally, Synthesize: in.Synthesize,
+		Mode: in.Mode, Criteria: in.EvalCriteria, Tally: in.Tally, Synthesize: in.Synthesize, Checklist: in.Checklist,
 	}
 	for _, a := range in.Answers {
 		v.Visible = append(v.Visible, visible{Agent: a.Agent, Step: a.Step})

@@ -27,8 +27,10 @@ import (
 type EvaluateOptions struct {
 	Store  storage.Store
 	Config *config.Config
-	// Round is the round the evaluation prepares (2, 3, …).
+	// Round is the round the evaluation prepares (2, 3, …); Dir is where
+	// its files go (session.SessionEvaluation(Round) when empty).
 	Round    int
+	Dir      session.EvalDir
 	Task     string
 	Criteria []string
 	// Visible are the answers evaluated: each agent's latest at or before
@@ -107,7 +109,10 @@ func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, llm.Usage, e
 	}
 	sort.Strings(labels)
 	crit := checklist.Criteria(o.Criteria, o.Config.Orchestrator.CoordinationMode == config.ModeDecomposition)
-	traceKey := session.EvaluationTraceKey(o.Round)
+	if o.Dir == "" {
+		o.Dir = session.SessionEvaluation(o.Round)
+	}
+	traceKey := o.Dir.Trace()
 	data, err := o.Store.Get(ctx, traceKey)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, usage, fmt.Errorf("read the checkpoint %s: %w", traceKey, err)
@@ -128,19 +133,19 @@ func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, llm.Usage, e
 		return nil, usage, err
 	}
 	usage = out.Usage
-	ev := &Evaluation{Packet: session.CritiquePacketKey(o.Round)}
+	ev := &Evaluation{Packet: o.Dir.Packet()}
 	if err := o.Store.Put(ctx, ev.Packet, []byte(out.Packet.Markdown(o.Round, agent.Quote))); err != nil {
 		return nil, usage, fmt.Errorf("write %s: %w", ev.Packet, err)
 	}
 	if len(out.NextTasks) > 0 {
-		ev.Tasks = session.NextTasksKey(o.Round)
+		ev.Tasks = o.Dir.Tasks()
 		if err := o.Store.Put(ctx, ev.Tasks, append(indent(out.NextTasks), '\n')); err != nil {
 			return nil, usage, fmt.Errorf("write %s: %w", ev.Tasks, err)
 		}
 	}
 	ev.File = session.EvaluationFile{Round: o.Round, Labels: labels, NextTasksValid: out.NextTasksError == "",
 		NextTasksError: out.NextTasksError, Timestamp: session.Timestamp(o.Now())}
-	if err := session.WriteJSON(ctx, o.Store, session.EvaluationKey(o.Round), ev.File); err != nil {
+	if err := session.WriteJSON(ctx, o.Store, o.Dir.Summary(), ev.File); err != nil {
 		return nil, usage, err
 	}
 	return ev, usage, nil
@@ -150,11 +155,11 @@ func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, llm.Usage, e
 // resumes only its own checkpoint.
 func evaluationBinding(o EvaluateOptions, labels []string, crit []checklist.Criterion) string {
 	data, err := json.Marshal(struct {
-		Owner, Tag, Task, Pressure string
-		Round                      int
-		Labels                     []string
-		Criteria                   []checklist.Criterion
-	}{o.Owner, o.Tag, o.Task, o.Pressure, o.Round, labels, crit})
+		Owner, Tag, Task, Pressure, Dir string
+		Round                           int
+		Labels                          []string
+		Criteria                        []checklist.Criterion
+	}{o.Owner, o.Tag, o.Task, o.Pressure, string(o.Dir), o.Round, labels, crit})
 	if err != nil {
 		panic(err) // strings and ints always encode
 	}

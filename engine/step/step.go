@@ -53,6 +53,10 @@ type Options struct {
 	// checkpoint's binding; empty when the caller has none (step mode).
 	Owner string
 	Model llm.Model
+	// Evaluation is the round evaluation the workflow ran before this step
+	// (orchestrator_managed_round_evaluator), 0 for none: its plan or
+	// packet goes into the checklist policy.
+	Evaluation int
 	// Inject enables mid-step injection of peer answers and human input
 	// from storage (multi-agent runs); step mode preloads everything.
 	Inject bool
@@ -169,6 +173,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := saveChecklist(ctx, o.Store, o.Agent, saved.Step, out.Transcript.State.Checklist); err != nil {
+		return nil, err
+	}
 	res := &Result{Step: saved.Step, Outcome: out, Saved: saved}
 	if out.Action == coord.ActionNewAnswer {
 		out.Answer = saved.Answer
@@ -186,6 +193,13 @@ func (p *prep) view(ctx context.Context, snap *session.Snapshot, o Options, visi
 		return in, err
 	}
 	in.Task, in.EvalCriteria, in.Tally, in.Tag = o.Task, criteria, o.Tally, o.Tag
+	dir, err := p.evaluation(ctx, o, &in, agentCfg, criteria, stepNo)
+	if err != nil {
+		return in, err
+	}
+	if in.Checklist, err = p.checklistPolicy(ctx, o.Config, in.Mode, criteria, dir, in.Workspace); err != nil {
+		return in, err
+	}
 	in.Binding = binding(o.Owner, stepNo, &in)
 	return in, nil
 }
