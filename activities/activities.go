@@ -90,6 +90,7 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 	res, err := step.Run(ctx, step.Options{
 		Store: st, Config: cfg, Agent: agent.ID, Task: inputs.Task, EvalCriteria: inputs.Criteria,
 		Step: in.Step, Mode: mode, Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Owner: ownerName(in.Owner), Model: model,
+		Evaluation:   in.Evaluation,
 		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
 		OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now,
 	})
@@ -101,8 +102,21 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 		Agent: agent.ID, Step: res.Step, Action: out.Action, Label: res.Label,
 		AnswerPreview: contract.Preview(out.Answer), Target: out.Target, Reason: contract.Preview(out.Reason),
 		Summary: contract.Preview(out.Summary), StopStatus: out.StopStatus, SeenSteps: out.SeenSteps,
-		Key: res.Saved.Key, Usage: coord.Usage(out.Usage),
+		Key: res.Saved.Key, Usage: coord.Usage(out.Usage), Checklist: checklistSummary(out),
 	}, nil
+}
+
+// checklistSummary is what the workflow keeps of a gated step's checklist.
+func checklistSummary(out *round.Outcome) *coord.Checklist {
+	if out.Transcript == nil || out.Transcript.State.Checklist == nil {
+		return nil
+	}
+	s := out.Transcript.State.Checklist
+	c := &coord.Checklist{Accepted: s.Accepted, Invalid: s.Invalid}
+	if s.Last != nil {
+		c.Verdict, c.Best = s.Last.Verdict, s.Last.Best
+	}
+	return c
 }
 
 // Present writes the final answer under final/.

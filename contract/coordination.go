@@ -76,6 +76,9 @@ type AgentStepInput struct {
 	// Tally is shown on a re-vote: anonymous id → votes.
 	Tally        map[string]int `json:"tally,omitempty"`
 	EvalCriteria []string       `json:"eval_criteria,omitempty"`
+	// Evaluation is the round evaluation (RoundEvaluator's round) a gated
+	// step works from; 0 for none.
+	Evaluation int `json:"evaluation,omitempty"`
 }
 
 // AgentStepResult is the step's action, small enough for history.
@@ -92,6 +95,8 @@ type AgentStepResult struct {
 	SeenSteps     map[string]int `json:"seen_steps"`
 	Key           string         `json:"key"` // storage key of the action file
 	Usage         coord.Usage    `json:"usage"`
+	// Checklist summarises a gated step's checklist (checklist.json).
+	Checklist *coord.Checklist `json:"checklist,omitempty"`
 }
 
 // PresentInput asks for the final answer.

@@ -62,14 +62,16 @@ type coordination struct {
 	state CarriedState
 
 	// This run only.
-	phase     string
-	verdict   coord.Verdict // how coordination ended, once decided
-	running   []*stepRun    // launch order
-	stepsDone int           // completed steps in this run
-	changed   bool          // a step completed since the last publish
-	timedOut  bool
-	cancelled bool
-	lastCause error // the latest agent failure of this run
+	phase   string
+	verdict coord.Verdict // how coordination ended, once decided
+	running []*stepRun    // launch order
+	// evaluating is the managed round evaluator while it runs.
+	evaluating *evalRun
+	stepsDone  int  // completed steps in this run
+	changed    bool // a step completed since the last publish
+	timedOut   bool
+	cancelled  bool
+	lastCause  error // the latest agent failure of this run
 	// presentFallback is why the presentation fell back to the stored answer.
 	presentFallback string
 	// owned: this first run creates its session for itself and passes
@@ -241,12 +243,12 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 			}
 		}
 		if w.continueDue(ctx) {
-			if len(w.running) == 0 {
+			if len(w.running) == 0 && w.evaluating == nil {
 				return endContinue
 			}
 		} else {
 			w.launchReady(ctx, sel)
-			if len(w.running) == 0 {
+			if len(w.running) == 0 && w.evaluating == nil {
 				w.verdict = coord.Stalled(w.state.Ledger, w.orch.VerdictOptions(), w.state.AnswerOrder)
 				return endDecided
 			}

@@ -86,6 +86,7 @@ type harness struct {
 	saAvailable bool
 	presentErr  map[string]error // by strategy
 	upserts     []string         // phase/winner values upserted
+	evaluator   evaluatorFake    // RoundEvaluator runs
 }
 
 func quietSuite() *testsuite.WorkflowTestSuite {
@@ -106,6 +107,7 @@ func newHarness(t *testing.T, script map[stepKey]scripted) *harness {
 	env.RegisterActivityWithOptions(h.writeInbox, activity.RegisterOptions{Name: contract.NameWriteInbox})
 	env.RegisterActivityWithOptions(h.present, activity.RegisterOptions{Name: contract.NamePresent})
 	env.RegisterActivityWithOptions(h.agentStep, activity.RegisterOptions{Name: contract.NameAgentStep})
+	env.RegisterActivityWithOptions(h.evaluator.run, activity.RegisterOptions{Name: contract.NameRoundEvaluator})
 
 	// One mock per scripted step, so each can take its own time on the test
 	// clock; anything unscripted fails the step loudly.

@@ -121,6 +121,12 @@ type CarriedState struct {
 	// for sessions created before owners (steps then carry the inputs).
 	Owner      *contract.Owner `json:"owner,omitempty"`
 	InputsHash string          `json:"inputs_hash,omitempty"`
+	// EvalRound is the latest round evaluation the workflow ran (managed
+	// round evaluator), EvalVisible the answers it read, EvalOK whether it
+	// succeeded: gated steps launched on those answers work from it.
+	EvalRound   int            `json:"eval_round,omitempty"`
+	EvalVisible map[string]int `json:"eval_visible,omitempty"`
+	EvalOK      bool           `json:"eval_ok,omitempty"`
 	// Runs counts the runs before this one.
 	Runs      int    `json:"runs"`
 	LastError string `json:"last_error,omitempty"`

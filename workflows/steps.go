@@ -86,6 +86,7 @@ func storageActivityCtx(ctx workflow.Context, summary string, timeout time.Durat
 // launchReady starts every step the schedule allows now.
 func (w *coordination) launchReady(ctx workflow.Context, sel workflow.Selector) {
 	plans := planLaunches(w.state.Ledger, w.orch, w.state.Revote, w.state.RevoteTally)
+	plans = w.holdForEvaluation(ctx, sel, plans)
 	if len(plans) > 0 || !coord.AnyRunning(w.state.Ledger) {
 		// A re-vote launches all its agents at once (none runs at a split);
 		// those that cannot step (failed, out of steps) keep their vote.
@@ -120,6 +121,7 @@ func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p lau
 		InputsHash: w.state.InputsHash,
 		Mode:       r.mode,
 		Tally:      p.Tally,
+		Evaluation: w.evaluation(),
 	}
 	if in.InputsHash == "" { // a session created before inputs by reference
 		in.Task, in.Config, in.EvalCriteria = w.in.Task, w.in.Config, w.in.EvalCriteria
@@ -164,7 +166,7 @@ func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Futur
 // the workflow assigned, whatever the result says).
 func (w *coordination) apply(a *coord.Agent, step int, res contract.AgentStepResult) {
 	a.LatestStep, a.LastAction = step, res.Action
-	a.Vote, a.Stop = nil, nil
+	a.Vote, a.Stop, a.Checklist = nil, nil, res.Checklist
 	switch res.Action {
 	case coord.ActionNewAnswer:
 		a.LatestAnswerStep = step
@@ -210,8 +212,10 @@ func (w *coordination) abandon(r *stepRun) {
 	w.running = slices.DeleteFunc(w.running, func(x *stepRun) bool { return x == r })
 }
 
-// stopAll abandons every running step (timeout, cancellation).
+// stopAll abandons every running step and the round evaluator (timeout,
+// cancellation).
 func (w *coordination) stopAll() {
+	w.stopEvaluation()
 	for _, r := range slices.Clone(w.running) {
 		w.abandon(r)
 	}

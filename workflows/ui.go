@@ -50,9 +50,17 @@ func (w *coordination) markdown() string {
 	if w.state.RevoteRound > 0 {
 		b.WriteString(" · **Re-votes:** " + strconv.Itoa(w.state.RevoteRound))
 	}
+	if w.evaluating != nil {
+		b.WriteString(" · **Round evaluator:** running before round " + strconv.Itoa(w.evaluating.round))
+	} else if w.state.EvalRound > 0 {
+		b.WriteString(" · **Round evaluation:** before round " + strconv.Itoa(w.state.EvalRound))
+	}
 	b.WriteString("\n\n| agent | state | answers | vote | step |\n|---|---|---|---|---|\n")
 	for _, a := range w.state.Ledger.Agents {
 		state, step := string(coord.StateOf(a)), strconv.Itoa(a.LatestStep)
+		if c := a.Checklist; c != nil && c.Verdict != "" {
+			state += " · checklist " + c.Verdict
+		}
 		if r := w.runOf(a.ID); r != nil {
 			state = "running (" + string(r.mode) + ")"
 			step = fmt.Sprintf("%d → %d", a.LatestStep, r.step)

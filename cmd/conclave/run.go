@@ -258,9 +258,21 @@ func progress(s coord.Status, retrying []retryingStep) string {
 		if n, ok := attempts[id]; ok {
 			retry = fmt.Sprintf(" · retrying (attempt %d)", n)
 		}
-		fmt.Fprintf(&b, "  %-12s %-9s step %d · answers %d%s%s\n", id, a.State, a.LatestStep, a.AnswerCount, vote, retry)
+		fmt.Fprintf(&b, "  %-12s %-9s step %d · answers %d%s%s%s\n", id, a.State, a.LatestStep, a.AnswerCount, vote, checklistNote(a.Checklist), retry)
 	}
 	return b.String()
+}
+
+// checklistNote is an agent's latest checklist on its progress line.
+func checklistNote(c *coord.Checklist) string {
+	if c == nil || c.Verdict == "" {
+		return ""
+	}
+	note := " · checklist " + c.Verdict
+	if c.Best != "" {
+		note += " (best " + c.Best + ")"
+	}
+	return note
 }
 
 func printResult(out io.Writer, r workflows.CoordinationResult, link string) {

@@ -46,6 +46,8 @@ type AgentStatus struct {
 	VoteStale bool `json:"vote_stale"`
 	// FailReason is why a failed agent was dropped.
 	FailReason string `json:"fail_reason,omitempty"`
+	// Checklist is the agent's latest checklist (gated sessions only).
+	Checklist *Checklist `json:"checklist,omitempty"`
 }
 
 // Usage is the token and cost total of a session.
@@ -157,6 +159,7 @@ func Summarize(l Ledger, v Verdict, phase string) Status {
 			LatestAnswerStep: a.LatestAnswerStep,
 			AnswerCount:      a.AnswerCount,
 			FailReason:       a.FailReason,
+			Checklist:        a.Checklist,
 		}
 		if a.LastAction == ActionVote {
 			if v := CurrentVote(a); v != nil {

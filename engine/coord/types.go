@@ -70,6 +70,19 @@ type Agent struct {
 	FailReason string `json:"fail_reason,omitempty"`
 	// Running marks an agent whose current step has not finished.
 	Running bool `json:"running,omitempty"`
+	// Checklist summarises the checklist of the agent's latest gated step
+	// (voting_sensitivity: checklist_gated), nil otherwise.
+	Checklist *Checklist `json:"checklist,omitempty"`
+}
+
+// Checklist is what status.json, `conclave status` and the Web UI show of
+// an agent's latest checklist: its verdict, the best answer it scored, and
+// how many submissions were accepted or refused.
+type Checklist struct {
+	Verdict  string `json:"verdict,omitempty"`
+	Best     string `json:"best,omitempty"`
+	Accepted int    `json:"accepted"`
+	Invalid  int    `json:"invalid"`
 }
 
 // Ledger is the coordination state of a whole session. Agents keep
