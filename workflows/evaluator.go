@@ -43,10 +43,11 @@ func latestAnswers(l coord.Ledger) map[string]int {
 
 // holdForEvaluation returns the plans that may launch now. Before round 2+
 // — a gated step of an agent that has answered — the answers must have
-// been evaluated: those steps wait until every alive agent has its first
-// answer (round 1 is over), then, whenever the answers changed since the
-// last evaluation, for the evaluator, started once. First answers and
-// vote-only steps never wait.
+// been evaluated. Those steps wait for the end of the round — every alive
+// agent has its first answer and no step runs — and then, when the answers
+// changed since the last evaluation, for the evaluator. Rounds are thus
+// barriers with the managed evaluator, as its "one blocking run before
+// round 2+" asks. First answers and vote-only steps never wait.
 func (w *coordination) holdForEvaluation(ctx workflow.Context, sel workflow.Selector, plans []launchPlan) []launchPlan {
 	if !w.evaluatorManaged() {
 		return plans
@@ -63,7 +64,7 @@ func (w *coordination) holdForEvaluation(ctx workflow.Context, sel workflow.Sele
 		}
 		held = true
 	}
-	if held && w.evaluating == nil && !firstAnswersPending(w.state.Ledger) && workflow.GetVersion(ctx, roundEvaluatorChange, workflow.DefaultVersion, 1) == 1 {
+	if held && w.evaluating == nil && len(w.running) == 0 && !firstAnswersPending(w.state.Ledger) && workflow.GetVersion(ctx, roundEvaluatorChange, workflow.DefaultVersion, 1) == 1 {
 		w.startEvaluation(ctx, sel, latest)
 	}
 	return now

@@ -44,6 +44,9 @@ func reply(r llmtest.Request) llmtest.Reply {
 		task = strings.TrimSpace(m[1])
 	}
 	answers := latestAnswers(text)
+	if rep, ok := gatesReply(r, text, answers, latestLabels(text)); ok {
+		return rep
+	}
 	switch {
 	case !r.HasTool("vote") && len(answers) > 0 && strings.Contains(r.Messages[0].Content, "present the final answer"):
 		best := bestAnswer(answers)
@@ -68,6 +71,20 @@ func latestAnswers(text string) map[string]string {
 	for _, m := range answerRe.FindAllStringSubmatch(text, -1) {
 		out[m[1]] = m[3]
 	}
+	return out
+}
+
+// latestLabels are the labels of the newest answers (agent1.2, …), sorted.
+func latestLabels(text string) []string {
+	rev := map[string]string{}
+	for _, m := range answerRe.FindAllStringSubmatch(text, -1) {
+		rev[m[1]] = m[1] + "." + m[2]
+	}
+	out := make([]string, 0, len(rev))
+	for _, l := range rev {
+		out = append(out, l)
+	}
+	sort.Strings(out)
 	return out
 }
 
