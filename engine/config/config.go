@@ -102,8 +102,9 @@ type Orchestrator struct {
 	FairnessLeadCapAnswers         int  `yaml:"fairness_lead_cap_answers" json:"fairness_lead_cap_answers"`
 	MaxMidstreamInjectionsPerRound int  `yaml:"max_midstream_injections_per_round" json:"max_midstream_injections_per_round"`
 	DeferPeerUpdatesUntilRestart   bool `yaml:"defer_peer_updates_until_restart" json:"defer_peer_updates_until_restart"`
-	// AllowMidstreamPeerUpdatesBeforeChecklistSubmit is a checklist setting;
-	// nil leaves the choice to the checklist policy.
+	// AllowMidstreamPeerUpdatesBeforeChecklistSubmit keeps peer updates
+	// flowing, under defer_peer_updates_until_restart, until a gated step's
+	// first accepted checklist; nil means false.
 	AllowMidstreamPeerUpdatesBeforeChecklistSubmit *bool `yaml:"allow_midstream_peer_updates_before_checklist_submit" json:"allow_midstream_peer_updates_before_checklist_submit"`
 	// MaxNewAnswersPerAgent and MaxNewAnswersGlobal: nil means unlimited.
 	MaxNewAnswersPerAgent       *int `yaml:"max_new_answers_per_agent" json:"max_new_answers_per_agent"`
@@ -163,9 +164,9 @@ const (
 // VotingSensitivity is MassGen's voting policy.
 type VotingSensitivity string
 
-// Voting sensitivities. SensitivityChecklistGated is accepted for
-// compatibility but behaves like SensitivityBalanced: Conclave has no
-// checklist tools yet.
+// Voting sensitivities. SensitivityChecklistGated turns on seed 001's
+// checklist policy (docs/quality-gates.md): votes, stops and new answers
+// go through submit_checklist.
 const (
 	SensitivityBalanced       VotingSensitivity = "balanced"
 	SensitivityChecklistGated VotingSensitivity = "checklist_gated"

@@ -226,10 +226,6 @@ func (m *massgen) votingSensitivity(v *yaml.Node, path string) {
 	if v.Kind != yaml.ScalarNode {
 		return
 	}
-	if v.Value == string(SensitivityChecklistGated) {
-		m.warn(v.Line, path, "behaves like balanced: Conclave has no checklist tools yet", false)
-		return
-	}
 	if v.Value != "lenient" && v.Value != "strict" {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -25,8 +26,8 @@ type Checklist struct {
 	// too; by default an agent without an answer answers freely.
 	FirstAnswer bool
 	// MaxCalls (max_checklist_calls_per_round) bounds accepted checklists
-	// in the step; one more, a recheck, is allowed when answers arrived
-	// after the last one.
+	// in the step (0: no bound); one more, a recheck, is allowed when
+	// answers arrived after the last one.
 	MaxCalls int
 	// Plan is the round evaluator's valid task plan: the task-driven
 	// branch, where the agent works the plan and submits new_answer
@@ -89,6 +90,17 @@ func (p *policy) labels(t *Transcript) []string {
 	return out
 }
 
+// peerWindowOpen is whether peer answers may be injected now:
+// defer_peer_updates_until_restart closes the window, except that
+// allow_midstream_peer_updates_before_checklist_submit keeps it open in a
+// gated step until its first accepted checklist (seed 001).
+func (p *policy) peerWindowOpen(s *State) bool {
+	if !p.in.DeferPeerUpdates {
+		return true
+	}
+	return p.in.PeerUpdatesBeforeChecklist && p.gated() && (s.Checklist == nil || s.Checklist.Accepted == 0)
+}
+
 // checklistTools are offered after the workflow tools.
 func (p *policy) checklistTools(t *Transcript) []tools.Spec {
 	if !p.gated() || p.taskDriven() {
@@ -145,11 +157,12 @@ func (p *policy) checklistCall(t *Transcript, c llm.ToolCall) (tools.Result, boo
 	return tools.Result{Content: res.JSON()}, true
 }
 
+// maxCalls is max_checklist_calls_per_round; 0 sets no bound.
 func (p *policy) maxCalls() int {
 	if n := p.in.Checklist.MaxCalls; n > 0 {
 		return n
 	}
-	return 1
+	return math.MaxInt
 }
 
 // propose records the improvement plan after an iterate verdict; every

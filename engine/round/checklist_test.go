@@ -183,3 +183,37 @@ func TestChecklistForgedVerdictIsRefused(t *testing.T) {
 	require.Len(t, fresh.Requests(), 2, "the forged checkpoint is not resumed")
 	require.NotEmpty(t, logged)
 }
+
+// defer_peer_updates_until_restart holds peer answers; with
+// allow_midstream_peer_updates_before_checklist_submit a gated step still
+// receives them until its first accepted checklist, and not after.
+func TestPeerUpdatesBeforeChecklistSubmit(t *testing.T) {
+	for _, allow := range []bool{true, false} {
+		box := &fakeInbox{}
+		srv := llmtest.Start(t,
+			llmtest.Func(func(llmtest.Request) llmtest.Reply {
+				box.add(Answer{Agent: "agent_b", Label: "agent2.2", Step: 2, Text: "B v2"})
+				return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: tools.ListFiles, Arguments: `{}`}}}
+			}).Once(),
+			llmtest.Func(func(r llmtest.Request) llmtest.Reply {
+				box.add(Answer{Agent: "agent_c", Label: "agent3.1", Step: 1, Text: "C v1"})
+				if r.Contains("<agent2.2>") {
+					return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c2", Name: tools.SubmitChecklist, Arguments: `{"scores":{"agent1.1":{"E1":6,"E2":6},"agent2.2":{"E1":9,"E2":9}}}`}}}
+				}
+				return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c2", Name: tools.SubmitChecklist, Arguments: passB}}}
+			}).Once(),
+			llmtest.Call(tools.Vote, `{"agent_id":"agent2","reason":"r"}`))
+		in := gatedInput(t, srv, ansA, ansB)
+		in.Inbox, in.Workspace = box, &tools.Workspace{Dir: t.TempDir()}
+		in.DeferPeerUpdates, in.PeerUpdatesBeforeChecklist = true, allow
+		out, err := Run(context.Background(), in)
+		require.NoError(t, err)
+		if allow {
+			require.Equal(t, 2, out.SeenSteps["agent_b"], "injected before the checklist")
+		} else {
+			require.Equal(t, 1, out.SeenSteps["agent_b"], "held for the next step")
+		}
+		_, sawC := out.SeenSteps["agent_c"]
+		require.False(t, sawC, "never injected after the accepted checklist (allow=%v)", allow)
+	}
+}

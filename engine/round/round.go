@@ -141,7 +141,7 @@ func (p *policy) SafePoint(ctx context.Context, t *Transcript) ([]llm.Message, e
 	if err != nil {
 		return nil, fmt.Errorf("read the inbox of %s: %w", p.in.Agent, err)
 	}
-	peersAllowed := !p.in.DisableInjection && p.in.HasAnswered &&
+	peersAllowed := !p.in.DisableInjection && p.peerWindowOpen(s) && p.in.HasAnswered &&
 		s.Injections < p.in.MaxMidstreamInjections && p.in.Mode != coord.ModePresent
 	var fresh []Answer
 	if peersAllowed {

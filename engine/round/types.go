@@ -77,6 +77,12 @@ type Input struct {
 	Checklist *Checklist
 
 	DisableInjection bool
+	// DeferPeerUpdates (defer_peer_updates_until_restart) holds peer
+	// answers for the next step, except — with PeerUpdatesBeforeChecklist
+	// (allow_midstream_peer_updates_before_checklist_submit) in a gated
+	// step — until the first accepted checklist.
+	DeferPeerUpdates           bool
+	PeerUpdatesBeforeChecklist bool
 	// MaxMidstreamInjections caps peer-answer updates per step (0: none).
 	MaxMidstreamInjections int
 	MaxAttempts            int // enforcement attempts; default 3

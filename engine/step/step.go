@@ -301,9 +301,11 @@ func (p *prep) input(ctx context.Context, snap *session.Snapshot, o Options, age
 		Agent: o.Agent, Agents: agentIDs(snap), SystemMessage: agent.SystemMessage, Subtask: agent.Subtask,
 		Answers: answers, HasAnswered: self.AnswerCount > 0, Mode: mode, Model: o.Model,
 		ModelName: agent.Backend.Model, Temperature: agent.Backend.Temperature, Workspace: ws,
-		MaxAttempts:            orch.MaxEnforcementAttempts,
-		DisableInjection:       orch.DisableInjection || orch.DeferPeerUpdatesUntilRestart,
-		MaxMidstreamInjections: orch.MaxMidstreamInjectionsPerRound,
+		MaxAttempts:                orch.MaxEnforcementAttempts,
+		DisableInjection:           orch.DisableInjection,
+		DeferPeerUpdates:           orch.DeferPeerUpdatesUntilRestart,
+		PeerUpdatesBeforeChecklist: orch.AllowMidstreamPeerUpdatesBeforeChecklistSubmit != nil && *orch.AllowMidstreamPeerUpdatesBeforeChecklistSubmit,
+		MaxMidstreamInjections:     orch.MaxMidstreamInjectionsPerRound,
 	}
 	if agent.Backend.MaxTokens != nil {
 		n := int64(*agent.Backend.MaxTokens)
