@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -129,14 +128,7 @@ func TestQualityGatesSession(t *testing.T) {
 		contract.CoordinationName, workflows.CoordinationInput{Task: "Explain durable execution.", Config: cfg, StepHeartbeatSeconds: 3})
 	require.NoError(t, err)
 
-	select {
-	case <-inFlight:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the evaluator's second model call never arrived")
-	}
-	require.NoError(t, syscall.Kill(-first.Process.Pid, syscall.SIGKILL))
-	_ = first.Wait()
-	startWorker(t, bin, temporal.HostPort, url)
+	replaceWorkerWhenHung(t, inFlight, first, bin, temporal.HostPort, url, "the evaluator's second model call never arrived")
 
 	wctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()

@@ -47,6 +47,21 @@ func startWorkerTo(t *testing.T, bin, address, storageURL string, out io.Writer,
 	return cmd
 }
 
+// replaceWorkerWhenHung waits until a model call hangs (inFlight), then
+// SIGKILLs the worker in the middle of it and starts a new one; what
+// names the call for the failure message.
+func replaceWorkerWhenHung(t *testing.T, inFlight <-chan struct{}, worker *exec.Cmd, bin, address, storageURL, what string) {
+	t.Helper()
+	select {
+	case <-inFlight:
+	case <-time.After(2 * time.Minute):
+		t.Fatal(what)
+	}
+	require.NoError(t, syscall.Kill(-worker.Process.Pid, syscall.SIGKILL))
+	_ = worker.Wait()
+	startWorker(t, bin, address, storageURL)
+}
+
 // TestWorkerKilledMidStep kills the worker process (SIGKILL) while an
 // agent's second model call is in flight; a second worker finishes the
 // session. The first model call of that step is not repeated, its file
@@ -94,14 +109,7 @@ func TestWorkerKilledMidStep(t *testing.T) {
 		contract.CoordinationName, workflows.CoordinationInput{Task: "Create a website about the Beatles.", Config: cfg, StepHeartbeatSeconds: 3})
 	require.NoError(t, err)
 
-	select {
-	case <-inFlight:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("agent_a's second model call never arrived")
-	}
-	require.NoError(t, syscall.Kill(-first.Process.Pid, syscall.SIGKILL))
-	_ = first.Wait()
-	startWorker(t, bin, temporal.HostPort, url)
+	replaceWorkerWhenHung(t, inFlight, first, bin, temporal.HostPort, url, "agent_a's second model call never arrived")
 
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,14 +52,7 @@ func TestPipelineWorkerKilledMidStep(t *testing.T) {
 		contract.PipelineName, workflows.PipelineInput{Input: "Build it", StepHeartbeatSeconds: 3,
 			Definition: contract.PipelineDefinition{Title: def.Title, Graph: def.Graph, Context: def.Context, Backend: def.Backend}})
 	require.NoError(t, err)
-	select {
-	case <-inFlight:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("s2's second model call never arrived")
-	}
-	require.NoError(t, syscall.Kill(-first.Process.Pid, syscall.SIGKILL))
-	_ = first.Wait()
-	startWorker(t, bin, temporal.HostPort, url)
+	replaceWorkerWhenHung(t, inFlight, first, bin, temporal.HostPort, url, "s2's second model call never arrived")
 
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
