@@ -24,6 +24,7 @@ type statusOut struct {
 	} `json:"agents"`
 	Consensus bool           `json:"consensus"`
 	Winner    string         `json:"winner"`
+	DecidedBy string         `json:"decided_by"`
 	Relaunch  []string       `json:"relaunch"`
 	Votes     map[string]int `json:"votes"`
 	Usage     map[string]any `json:"usage"`
@@ -194,7 +195,8 @@ func TestSessionStatusUsesTheWorkflowVerdict(t *testing.T) {
 		writeStep(t, dir, id, "002", "vote.json", `{"voter":"`+id+`","target":"`+id+`","reason":"mine","seen_steps":`+seen+`}`)
 	}
 	s := status(t, dir)
-	require.True(t, s.Consensus, "a split is settled by plurality")
+	require.False(t, s.Consensus, "a split settled by plurality is not a consensus")
+	require.Equal(t, "plurality", s.DecidedBy)
 	require.Equal(t, "agent_a", s.Winner, "ties go to the first agent")
 	require.Equal(t, "done", s.Phase)
 	require.Empty(t, s.Relaunch)

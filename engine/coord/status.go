@@ -19,13 +19,20 @@ const (
 // by the workflow's status query. Maps and slices are never nil and Winner is
 // always present, so clients see {} / [] / "" instead of null.
 type Status struct {
-	Phase     string                 `json:"phase"`
-	Agents    map[string]AgentStatus `json:"agents"`
-	Consensus bool                   `json:"consensus"`
-	Winner    string                 `json:"winner"`
-	Relaunch  []string               `json:"relaunch"`
-	Votes     map[string]int         `json:"votes"`
-	Usage     Usage                  `json:"usage"`
+	Phase  string                 `json:"phase"`
+	Agents map[string]AgentStatus `json:"agents"`
+	// Consensus is true only when the agents agreed: a majority (or every
+	// stop of a decomposition). A winner settled by plurality (a tie, a
+	// split after the re-votes) or by a stall is not a consensus;
+	// DecidedBy says how the winner was chosen.
+	Consensus bool   `json:"consensus"`
+	Winner    string `json:"winner"`
+	// DecidedBy is "consensus", "plurality" or "timeout" once a winner is
+	// chosen, else empty.
+	DecidedBy string         `json:"decided_by,omitempty"`
+	Relaunch  []string       `json:"relaunch"`
+	Votes     map[string]int `json:"votes"`
+	Usage     Usage          `json:"usage"`
 	// PresentationFallback, when set, is why the model-backed presentation
 	// failed and the winner's stored answer was used as the final one.
 	PresentationFallback string `json:"presentation_fallback,omitempty"`
@@ -141,10 +148,13 @@ func Summarize(l Ledger, v Verdict, phase string) Status {
 	s := Status{
 		Phase:     phase,
 		Agents:    make(map[string]AgentStatus, len(l.Agents)),
-		Consensus: v.Decided(),
+		Consensus: v.Done && v.Status == StatusConsensus,
 		Winner:    v.Winner,
 		Relaunch:  []string{},
 		Votes:     Tally(l),
+	}
+	if v.Done && v.Winner != "" {
+		s.DecidedBy = v.Status
 	}
 	if phase == PhaseCoordinating {
 		s.Relaunch = Relaunch(l)

@@ -50,7 +50,18 @@ func TestSummarizePluralityWinner(t *testing.T) {
 	l := threeAnswered().vote("c", "b").vote("a", "a").vote("b", "c").ledger()
 	assert.Equal(t, "", Summarize(l, verdictOf(Decide(l, RuleMajority)), PhaseCoordinating).Winner)
 	st := Summarize(l, verdictOf(Decide(l, RulePlurality)), PhasePresenting)
-	assert.True(t, st.Consensus)
+	assert.False(t, st.Consensus, "a 1-1-1 tie settled by plurality is not a consensus")
+	assert.Equal(t, "plurality", st.DecidedBy)
 	assert.Equal(t, "c", st.Winner)
 	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, st.Votes)
+}
+
+func TestSummarizeConsensusOnlyForAgreement(t *testing.T) {
+	l := threeAnswered().vote("a", "b").vote("b", "b").vote("c", "a").ledger()
+	st := Summarize(l, verdictOf(Decide(l, RuleMajority)), PhaseDone)
+	assert.True(t, st.Consensus)
+	assert.Equal(t, "consensus", st.DecidedBy)
+	st = Summarize(l, Verdict{Done: true, Status: StatusTimeout, Winner: "b"}, PhaseTimeout)
+	assert.False(t, st.Consensus, "a timeout winner is not a consensus")
+	assert.Equal(t, "timeout", st.DecidedBy)
 }
