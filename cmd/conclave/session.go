@@ -89,7 +89,7 @@ func stepModeStatus(snap *session.Snapshot) coord.Status {
 		o.Decomposition = true
 	}
 	v := coord.Judge(l, o, 0)
-	if !v.Done && len(l.Agents) > 0 && len(coord.Relaunch(l)) == 0 {
+	if !v.Done && len(l.Agents) > 0 && len(coord.Relaunch(l)) == 0 && !coord.AnyRunning(l) {
 		v = coord.Stalled(l, o, snap.AnswerOrder())
 	}
 	phase := coord.PhaseCoordinating

@@ -26,6 +26,7 @@ type statusOut struct {
 	Winner    string         `json:"winner"`
 	DecidedBy string         `json:"decided_by"`
 	Relaunch  []string       `json:"relaunch"`
+	Running   []string       `json:"running"`
 	Votes     map[string]int `json:"votes"`
 	Usage     map[string]any `json:"usage"`
 }
@@ -233,4 +234,25 @@ func TestSessionStatusNewSession(t *testing.T) {
 	require.Equal(t, "no_action", s.Agents["agent_b"].State)
 	_, err := os.Stat(missing)
 	require.True(t, os.IsNotExist(err), "status must not create the directory")
+}
+
+// A step in progress (its checkpoint stored, no action yet) blocks the end:
+// the session is not done while an agent has not finished its current
+// step, and the running agent is listed for the orchestrator, who
+// relaunches it if its process is gone (it resumes from the checkpoint).
+func TestSessionStatusRunningStepBlocksConsensus(t *testing.T) {
+	dir := t.TempDir()
+	seen := `{"agent_a":1,"agent_b":1,"agent_c":1}`
+	for _, id := range []string{"agent_a", "agent_b", "agent_c"} {
+		writeStep(t, dir, id, "001", "answer.json", `{"agent_id":"`+id+`","answer":"r1 `+id+`","timestamp":"2026-03-20T22:32:03Z"}`)
+		writeStep(t, dir, id, "002", "vote.json", `{"voter":"`+id+`","target":"agent_b","reason":"b","seen_steps":`+seen+`}`)
+	}
+	require.True(t, status(t, dir).Consensus)
+	writeStep(t, dir, "agent_a", "003", "trace.jsonl", `{"tag":"","binding":"x","state":{}}`+"\n")
+	s := status(t, dir)
+	require.False(t, s.Consensus, "agent_a's step 3 is still running")
+	require.Equal(t, "coordinating", s.Phase)
+	require.Equal(t, []string{"agent_a"}, s.Running)
+	require.Empty(t, s.Relaunch)
+	require.Empty(t, s.Winner)
 }

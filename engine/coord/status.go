@@ -29,10 +29,13 @@ type Status struct {
 	Winner    string `json:"winner"`
 	// DecidedBy is "consensus", "plurality" or "timeout" once a winner is
 	// chosen, else empty.
-	DecidedBy string         `json:"decided_by,omitempty"`
-	Relaunch  []string       `json:"relaunch"`
-	Votes     map[string]int `json:"votes"`
-	Usage     Usage          `json:"usage"`
+	DecidedBy string   `json:"decided_by,omitempty"`
+	Relaunch  []string `json:"relaunch"`
+	// Running lists the agents whose current step has not finished, in
+	// configuration order; never nil.
+	Running []string       `json:"running"`
+	Votes   map[string]int `json:"votes"`
+	Usage   Usage          `json:"usage"`
 	// PresentationFallback, when set, is why the model-backed presentation
 	// failed and the winner's stored answer was used as the final one.
 	PresentationFallback string `json:"presentation_fallback,omitempty"`
@@ -151,6 +154,7 @@ func Summarize(l Ledger, v Verdict, phase string) Status {
 		Consensus: v.Done && v.Status == StatusConsensus,
 		Winner:    v.Winner,
 		Relaunch:  []string{},
+		Running:   []string{},
 		Votes:     Tally(l),
 	}
 	if v.Done && v.Winner != "" {
@@ -162,6 +166,9 @@ func Summarize(l Ledger, v Verdict, phase string) Status {
 	for _, a := range l.Agents {
 		if _, dup := s.Agents[a.ID]; dup {
 			continue
+		}
+		if a.Running {
+			s.Running = append(s.Running, a.ID)
 		}
 		as := AgentStatus{
 			State:            StateOf(a),

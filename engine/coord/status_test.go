@@ -12,7 +12,7 @@ func TestSummarizeEmptyNeverNull(t *testing.T) {
 	got, err := json.Marshal(Summarize(Ledger{}, Verdict{}, PhaseCoordinating))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"phase": "coordinating", "agents": {}, "consensus": false, "winner": "",
-		"relaunch": [], "votes": {},
+		"relaunch": [], "running": [], "votes": {},
 		"usage": {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0}}`, string(got))
 }
 
@@ -41,7 +41,7 @@ func TestSummarize(t *testing.T) {
 			"agent_d": {"state": "failed", "latest_step": 0, "latest_answer_step": 0,
 				"answer_count": 0, "vote_target": "", "vote_stale": false}
 		},
-		"consensus": false, "winner": "", "relaunch": ["agent_b", "agent_c"], "votes": {},
+		"consensus": false, "winner": "", "relaunch": ["agent_b", "agent_c"], "running": ["agent_a"], "votes": {},
 		"usage": {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.25}
 	}`, string(got))
 }

@@ -220,6 +220,14 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, s
 		// A folder without an action file is a step that never finished
 		// (a crash mid-save): it is not a step and will be reused.
 	}
+	// A later folder holding a checkpoint is a step in progress (or one
+	// whose process died: relaunched, it resumes there). Either way the
+	// agent has not finished its current step, which blocks consensus.
+	for _, n := range nums {
+		if n > a.LatestStep && steps[n][traceFile] {
+			a.Running = true
+		}
+	}
 	return a, nil
 }
 
