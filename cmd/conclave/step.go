@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +23,7 @@ const exitNoAction = 2
 
 type stepFlags struct {
 	sessionDir, configPath, criteria, task string
+	agents                                 []string
 }
 
 func newStepCmd() *cobra.Command {
@@ -47,6 +49,7 @@ func newStepCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.configPath, "config", "", "YAML config with exactly one agent (required)")
 	cmd.Flags().StringVar(&f.criteria, "eval-criteria", "", "JSON file of evaluation criteria (default: the session's eval_criteria.json)")
 	cmd.Flags().StringVar(&f.task, "automation", "", "the task (required)")
+	cmd.Flags().StringSliceVar(&f.agents, "agents", nil, "every agent id of the session's team; recorded in session.json by the first step, so anonymous labels (agent1..agentN, ids sorted) never depend on which agents have stepped yet")
 	for _, name := range []string{"session-dir", "config", "automation"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -96,6 +99,15 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stder
 	if err := step.CheckSession(ctx, st, agent.ID); err != nil {
 		return nil, err // exit 1, and no model call was paid for
 	}
+	_, teamKnown, err := step.Team(ctx, st, agent.ID, f.agents, f.task, string(cfg.Orchestrator.CoordinationMode), time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if !teamKnown {
+		fmt.Fprintf(stderr, "conclave: warning: the session's team is unknown (no session.json, no --agents): "+
+			"anonymous labels are numbered over the agents that have stepped so far and may differ between steps; "+
+			"pass --agents with every agent id of the session\n")
+	}
 	var criteria []string
 	if f.criteria != "" {
 		data, err := os.ReadFile(f.criteria)
@@ -115,6 +127,9 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stder
 		return nil, &exitError{code: exitNoAction, err: fmt.Errorf("agent %s took no action: %w", agent.ID, err)}
 	}
 	out := res.Outcome
+	if !teamKnown {
+		res.Label = "" // numbered over a partial team: it could name another agent's answer
+	}
 	return &stepResult{
 		AgentID: agent.ID, Action: string(out.Action), StepNumber: res.Step, Key: res.Saved.Key, Label: res.Label,
 		VoteTarget: out.Target, Workspace: res.Saved.Workspace, SeenSteps: out.SeenSteps, Usage: out.Usage,

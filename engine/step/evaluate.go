@@ -84,7 +84,7 @@ func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, llm.Usage, e
 		return nil, usage, err
 	}
 	defer os.RemoveAll(tmp)
-	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(agentIDs(snap))}
+	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(teamIDs(snap))}
 	ws := &tools.Workspace{Dir: filepath.Join(tmp, "workspace"), Peers: map[string]string{}}
 	if err := os.MkdirAll(ws.Dir, 0o755); err != nil {
 		return nil, usage, err
@@ -94,7 +94,7 @@ func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, llm.Usage, e
 	for i := range snap.Agents {
 		a := &snap.Agents[i]
 		shown := shownAnswer(a, o.Visible)
-		if shown == nil {
+		if _, inTeam := p.anon[a.ID]; !inTeam || shown == nil {
 			continue
 		}
 		ans, err := p.answer(ctx, a, shown, ws)

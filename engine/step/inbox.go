@@ -31,7 +31,7 @@ func (b *inbox) Unseen(ctx context.Context, seen map[string]int, humanSeen int) 
 	}
 	for i := range snap.Agents {
 		a := &snap.Agents[i]
-		if a.ID == b.self || a.Latest() == nil || a.LatestAnswerStep <= seen[a.ID] {
+		if _, inTeam := b.prep.anon[a.ID]; !inTeam || a.ID == b.self || a.Latest() == nil || a.LatestAnswerStep <= seen[a.ID] {
 			continue
 		}
 		ans, err := b.prep.answer(ctx, a, a.Latest(), b.ws)

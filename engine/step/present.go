@@ -58,7 +58,7 @@ func Present(ctx context.Context, o PresentOptions) (*session.FinalAnswer, llm.U
 	if !ok {
 		return nil, usage, fmt.Errorf("%w: presenter %q is not an agent of the session", ErrBadInput, o.Presenter)
 	}
-	anon := coord.AnonymousIDs(agentIDs(snap))
+	anon := coord.AnonymousIDs(teamIDs(snap))
 	latest := presenter.Latest()
 	if latest == nil && o.Strategy != config.FinalSynthesize {
 		return nil, usage, fmt.Errorf("%w: presenter %s has no answer to present", ErrBadInput, o.Presenter)
@@ -106,7 +106,7 @@ func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (str
 		return "", llm.Usage{}, err
 	}
 	defer os.RemoveAll(tmp)
-	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(agentIDs(snap))}
+	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(teamIDs(snap))}
 	in, err := p.input(ctx, snap, Options{Agent: o.Presenter, Config: o.Config, Mode: coord.ModePresent, Model: o.Model}, agentCfg)
 	if err != nil {
 		return "", llm.Usage{}, err

@@ -133,7 +133,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		peek, _ = agent.ParseTranscript[round.State](data)
 	}
 
-	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(agentIDs(snap))}
+	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(teamIDs(snap))}
 	view := sameLaunchView(o, peek)
 	in, err := p.view(ctx, snap, o, view, agentCfg, criteria, stepNo)
 	if err != nil {
@@ -239,6 +239,16 @@ func prefetch(ctx context.Context, o Options) <-chan prefetched {
 // step mode, a non-retryable error in Temporal).
 var ErrBadInput = errors.New("bad input")
 
+// teamIDs are the agents anonymous labels are numbered over: the team
+// session.json records (step mode's --agents, Temporal's config), else
+// every agent the snapshot knows.
+func teamIDs(snap *session.Snapshot) []string {
+	if snap.Info != nil && len(snap.Info.Agents) > 0 {
+		return snap.Info.Agents
+	}
+	return agentIDs(snap)
+}
+
 func agentIDs(snap *session.Snapshot) []string {
 	ids := make([]string, len(snap.Agents))
 	for i, a := range snap.Agents {
@@ -276,8 +286,8 @@ func (p *prep) input(ctx context.Context, snap *session.Snapshot, o Options, age
 	}
 	var answers []round.Answer
 	for i := range snap.Agents {
-		if shownAnswer(&snap.Agents[i], o.Visible) == nil {
-			continue
+		if _, inTeam := p.anon[snap.Agents[i].ID]; !inTeam || shownAnswer(&snap.Agents[i], o.Visible) == nil {
+			continue // not an answer, or files of an agent outside the team
 		}
 		ans, err := p.answer(ctx, &snap.Agents[i], shownAnswer(&snap.Agents[i], o.Visible), ws)
 		if err != nil {
@@ -298,7 +308,7 @@ func (p *prep) input(ctx context.Context, snap *session.Snapshot, o Options, age
 		}
 	}
 	in := round.Input{
-		Agent: o.Agent, Agents: agentIDs(snap), SystemMessage: agent.SystemMessage, Subtask: agent.Subtask,
+		Agent: o.Agent, Agents: teamIDs(snap), SystemMessage: agent.SystemMessage, Subtask: agent.Subtask,
 		Answers: answers, HasAnswered: self.AnswerCount > 0, Mode: mode, Model: o.Model,
 		ModelName: agent.Backend.Model, Temperature: agent.Backend.Temperature, Workspace: ws,
 		MaxAttempts:                orch.MaxEnforcementAttempts,
