@@ -30,8 +30,44 @@ const decompositionSystem = `You are one of several agents who each own a part o
 When your part has improved, record it with the ` + "`new_answer`" + ` tool. When your part is finished (or you are blocked), call the ` + "`stop`" + ` tool with a summary and status complete or blocked.
 Always finish by calling exactly one of these tools.`
 
-const presentSystem = `You were selected to present the final answer to the ORIGINAL MESSAGE, after the agents voted.
-Write the complete final answer and record it with the ` + "`new_answer`" + ` tool.`
+// The presentation's briefs (seed 001, "Completion and Final Answer Path"
+// and "Ensemble Pattern"): the presenter is told which answer won and how
+// to use it, or, in decomposition, that it assembles the parts.
+const (
+	presentWinner = `The agents voted, and your answer %s was selected as the best answer to the ORIGINAL MESSAGE.
+Present it as the final answer: restate it completely and on its own, improving its presentation but not changing what it says. The other CURRENT ANSWERS are shown for reference only; do not present them instead.
+Record the final answer with the ` + "`new_answer`" + ` tool.`
+	presentSynthesizeWinner = `The agents voted, and your answer %s was selected as the best answer to the ORIGINAL MESSAGE.
+Use it as the primary basis of the final answer and incorporate the strongest elements of the other CURRENT ANSWERS where they improve it.
+Record the final answer with the ` + "`new_answer`" + ` tool.`
+	presentSynthesizeNeutral = `Synthesize the strongest parts across all CURRENT ANSWERS into one final answer to the ORIGINAL MESSAGE. No answer was chosen by a vote: weigh them on their merits.
+Record the final answer with the ` + "`new_answer`" + ` tool.`
+	presentDecomposition = `The agents have each worked on their own part of the ORIGINAL MESSAGE; you assemble the final answer from their parts.
+Combine every agent's current work (the CURRENT ANSWERS) into one complete, consistent answer, filling any gap between the parts.
+Record the final answer with the ` + "`new_answer`" + ` tool.`
+)
+
+// presentLead opens every presentation brief; clients (and the offline
+// demo model) recognise the presentation by it.
+const presentLead = "You were chosen to present the final answer to the ORIGINAL MESSAGE.\n"
+
+func presentSystem(in *Input) string {
+	return presentLead + presentBrief(in)
+}
+
+func presentBrief(in *Input) string {
+	switch {
+	case in.Decomposition:
+		return presentDecomposition
+	case in.Synthesize && in.Voted && in.Winner != "":
+		return fmt.Sprintf(presentSynthesizeWinner, in.Winner)
+	case in.Synthesize:
+		return presentSynthesizeNeutral
+	case in.Winner != "":
+		return fmt.Sprintf(presentWinner, in.Winner)
+	}
+	return presentSynthesizeNeutral
+}
 
 func systemMessage(in *Input) string {
 	var b strings.Builder
@@ -45,7 +81,7 @@ func systemMessage(in *Input) string {
 	case coord.ModeDecomposition:
 		b.WriteString(decompositionSystem)
 	case coord.ModePresent:
-		b.WriteString(presentSystem)
+		b.WriteString(presentSystem(in))
 	default:
 		b.WriteString(votingSystem)
 	}
@@ -84,8 +120,8 @@ func userMessage(in *Input) string {
 		b.WriteString(formatTally(in.Tally))
 		b.WriteString(". Vote again for the answer you find best; a clear majority ends the discussion.\n")
 	}
-	if in.Mode == coord.ModePresent && in.Synthesize {
-		b.WriteString("\nCombine the strongest parts of all CURRENT ANSWERS into one final answer.\n")
+	if in.Mode == coord.ModePresent && in.Winner != "" && !in.Decomposition {
+		fmt.Fprintf(&b, "\nThe selected answer is %s.\n", in.Winner)
 	}
 	return b.String()
 }

@@ -63,6 +63,13 @@ type Input struct {
 	// Synthesize asks the presenter to combine answers rather than restate
 	// the winner's.
 	Synthesize bool
+	// Presentation: Winner is the label of the answer that won (the
+	// presenter's own latest), Voted whether votes chose it (else a
+	// synthesis is neutral), Decomposition whether the presenter assembles
+	// the agents' parts instead.
+	Winner        string
+	Voted         bool
+	Decomposition bool
 
 	Model       llm.Model
 	ModelName   string

@@ -113,6 +113,13 @@ func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (str
 	}
 	in.Task, in.EvalCriteria, in.Tag = o.Task, o.EvalCriteria, o.Tag
 	in.Synthesize = o.Strategy == config.FinalSynthesize
+	in.Decomposition = o.Config.Orchestrator.CoordinationMode == config.ModeDecomposition
+	if self, ok := snap.Agent(o.Presenter); ok && self.Latest() != nil {
+		in.Winner = coord.Label(p.anon[o.Presenter], self.Latest().Revision)
+	}
+	// Votes chose the presenter when fresh votes name it; a stalled or
+	// vote-less session gets the neutral synthesis.
+	in.Voted = coord.Tally(snap.Ledger())[o.Presenter] > 0
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, session.FinalTraceKey, o.OnCheckpoint)
 	in.Binding = binding(o.Owner, 0, &in)
 	data, err := o.Store.Get(ctx, session.FinalTraceKey)
