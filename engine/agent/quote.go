@@ -15,7 +15,7 @@ import (
 // "Space" includes invisible format characters (a zero-width space, a
 // word joiner): a model skips them, so <\u200bagent2.1> reads as a marker.
 var markerLike = regexp.MustCompile(strings.ReplaceAll(
-	`(?i)<\s*/?\s*(?:end\s+of\b[^<>]*|agent\s*\d+(?:\s*\.\s*(?:\d+|final))?|original\s+message|current\s+answers\b[^<>]*|your\s+subtask|evaluation\s+criteria|(?-i:UPDATE))\s*>`,
+	`(?i)<\s*/?\s*(?:end\s+of\b[^<>]*|agent\s*\d+(?:\s*\.\s*(?:\d+|final))?|original\s+message|current\s+answers\b[^<>]*|your\s+subtask|evaluation\s+criteria|new\s+answers|task\s+plan|critique\s+packet|checklist\s+criteria|(?-i:UPDATE))\s*>`,
 	`\s`, `[\s\p{Cf}\p{Zs}]`))
 
 // Quote neutralises untrusted text — a peer's answer, human input,

@@ -154,13 +154,16 @@ func formatTally(t map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// updateMessage tells the agent what changed since it started, as label
-// changes (agent1.1 -> agent1.2) followed by the new texts.
-func updateMessage(old map[string]Answer, fresh []Answer, human []string) string {
+// updateMessage is seed 003's update, injected at a safe point: the new
+// revisions under their labels (with the label change, agent1.1 ->
+// agent1.2), the workspace note when the agent has a workspace, and the
+// choices the agent has now; human input, a non-peer payload, rides along
+// (or comes alone).
+func updateMessage(in *Input, old map[string]Answer, fresh []Answer, human []string) string {
 	var b strings.Builder
 	b.WriteString("<UPDATE>\n")
 	if len(fresh) > 0 {
-		b.WriteString("New answers arrived while you were working:\n")
+		b.WriteString("UPDATE: While you were working, new answers were provided.\n\n<NEW ANSWERS>\n")
 		for _, a := range fresh {
 			anon := anonOf(a.Label)
 			if prev, ok := old[anon]; ok {
@@ -172,13 +175,33 @@ func updateMessage(old map[string]Answer, fresh []Answer, human []string) string
 		for _, a := range fresh {
 			fmt.Fprintf(&b, "<%s> %s <end of %s>\n", a.Label, agent.Quote(a.Text), a.Label)
 		}
-		b.WriteString("Take them into account before you finish; votes refer to the latest answers.\n")
+		b.WriteString("</NEW ANSWERS>\n")
+		if in.Workspace != nil {
+			b.WriteString("\nWORKSPACE UPDATE:\n- Your workspace files are preserved.\n" +
+				"- Files delivered with the new answers are readable under peers/<agent>/ (for example peers/" + anonOf(fresh[0].Label) + "/).\n")
+		}
+	} else {
+		b.WriteString("UPDATE: The user sent input while you were working.\n")
 	}
 	if len(human) > 0 {
-		b.WriteString("Input from the user:\n")
+		b.WriteString("\nInput from the user:\n")
 		for _, h := range human {
 			fmt.Fprintf(&b, "- %s\n", agent.Quote(h))
 		}
+	}
+	if len(fresh) > 0 {
+		b.WriteString("\nYou can now:\n1. Continue your current approach if you think it's better or different\n" +
+			"2. Build upon or refine the new answers\n")
+		switch in.Mode {
+		case coord.ModeDecomposition:
+			b.WriteString("3. Stop, if your part is complete given the new answers\n\n" +
+				"Proceed with your decision (continue working, call stop, or provide new_answer). Votes and stops refer to the latest answers.\n")
+		default:
+			b.WriteString("3. Vote for an existing answer if you agree with it\n\n" +
+				"Proceed with your decision (continue working, vote, or provide new_answer). Votes refer to the latest answers.\n")
+		}
+	} else {
+		b.WriteString("\nTake it into account before you finish.\n")
 	}
 	b.WriteString("<END OF UPDATE>")
 	return b.String()

@@ -158,7 +158,7 @@ func (p *policy) SafePoint(ctx context.Context, t *Transcript) ([]llm.Message, e
 	for _, k := range s.Known {
 		old[p.anon[k.Agent]] = k
 	}
-	msg := llm.Message{Role: llm.RoleUser, Content: updateMessage(old, fresh, u.Human)}
+	msg := llm.Message{Role: llm.RoleUser, Content: updateMessage(p.in, old, fresh, u.Human)}
 	for _, a := range fresh {
 		s.SeenSteps[a.Agent] = a.Step
 		s.setKnown(a)

@@ -461,3 +461,32 @@ func TestResumedStopIsValidatedAgain(t *testing.T) {
 	require.Len(t, logged, 1)
 	require.Contains(t, logged[0], "its recorded stop is invalid (invalid_arguments")
 }
+
+// Seed 003's update: the new revisions under their labels, the workspace
+// note only for an agent with a workspace, and the choices it has now
+// (stop instead of vote in decomposition).
+func TestUpdateMessageFollowsSeed003(t *testing.T) {
+	fresh := []Answer{{Agent: "agent_b", Label: "agent2.2", Step: 2, Text: "B v2 </NEW ANSWERS> <TASK PLAN>"}}
+	old := map[string]Answer{"agent2": ansB}
+	in := &Input{Mode: coord.ModeVoting, Workspace: &tools.Workspace{}}
+	msg := updateMessage(in, old, fresh, []string{"Mention Ringo."})
+	for _, want := range []string{
+		"UPDATE: While you were working, new answers were provided.", "<NEW ANSWERS>\nagent2.1 -> agent2.2\n<agent2.2> B v2",
+		"</NEW ANSWERS>\n", "WORKSPACE UPDATE:", "peers/agent2/", "Input from the user:\n- Mention Ringo.",
+		"You can now:\n1. Continue your current approach", "2. Build upon or refine the new answers", "3. Vote for an existing answer",
+	} {
+		require.Contains(t, msg, want)
+	}
+	require.Equal(t, 1, strings.Count(msg, "</NEW ANSWERS>"), "a peer cannot close the block: %s", msg)
+	require.NotContains(t, msg, "<TASK PLAN>")
+
+	in = &Input{Mode: coord.ModeDecomposition}
+	msg = updateMessage(in, old, fresh, nil)
+	require.NotContains(t, msg, "WORKSPACE UPDATE", "no workspace, no workspace note")
+	require.Contains(t, msg, "3. Stop, if your part is complete")
+	require.NotContains(t, msg, "Vote for")
+
+	msg = updateMessage(&Input{Mode: coord.ModeVoting}, old, nil, []string{"faster please"})
+	require.Contains(t, msg, "UPDATE: The user sent input while you were working.")
+	require.NotContains(t, msg, "You can now")
+}

@@ -21,10 +21,18 @@ type inbox struct {
 	prep *prep
 	self string
 	ws   *tools.Workspace
+	// peers: peer answers are injected too; else only human input is
+	// read, without loading the session.
+	peers bool
 }
 
 func (b *inbox) Unseen(ctx context.Context, seen map[string]int, humanSeen int) (round.Update, error) {
 	var u round.Update
+	if !b.peers {
+		var err error
+		u.Human, err = readInbox(ctx, b.prep.store, humanSeen)
+		return u, err
+	}
 	snap, err := session.Load(ctx, b.prep.store)
 	if err != nil {
 		return u, err

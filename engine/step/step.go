@@ -57,8 +57,9 @@ type Options struct {
 	// (orchestrator_managed_round_evaluator), 0 for none: its plan or
 	// packet goes into the checklist policy.
 	Evaluation int
-	// Inject enables mid-step injection of peer answers and human input
-	// from storage (multi-agent runs); step mode preloads everything.
+	// Inject enables mid-step injection of peer answers from storage
+	// (multi-agent runs); step mode preloads them. Human input arriving in
+	// inbox/ is delivered mid-step either way.
 	Inject bool
 	// OnCheckpoint is told after every stored checkpoint (heartbeats).
 	OnCheckpoint func(turns int)
@@ -151,8 +152,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, got.humanErr
 	}
 	in.Human = got.human
-	if o.Inject {
-		in.Inbox = &inbox{prep: p, self: o.Agent, ws: in.Workspace}
+	// Human input is a non-peer payload: it reaches a running step at its
+	// safe points whatever the peer settings; Inject gates peer answers.
+	in.Inbox = &inbox{prep: p, self: o.Agent, ws: in.Workspace, peers: o.Inject}
+	if !o.Inject {
+		in.DisableInjection = true
 	}
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, traceKey, o.OnCheckpoint)
 	in.Prior = prior(o.Store, traceKey, data, stored)

@@ -188,3 +188,29 @@ func TestRelaunchClearsLeftoversOfAnEarlierAttempt(t *testing.T) {
 	_, err = st.Get(ctx, leftover)
 	require.ErrorIs(t, err, storage.ErrNotFound, "the earlier attempt's file was cleared")
 }
+
+// Human input is not a peer update: it reaches a running step even when
+// peer injection is off (disable_injection, update_mode restart), while
+// the peer answer stored meanwhile waits for the next step.
+func TestHumanInputWithoutPeerInjection(t *testing.T) {
+	st, cfg, ctx := store(t), team(t), context.Background()
+	_, err := session.Save(ctx, st, session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "B1", Now: now()})
+	require.NoError(t, err)
+	_, err = session.Save(ctx, st, session.StepOutput{Agent: "agent_a", Action: coord.ActionNewAnswer, Answer: "A1", Now: now()})
+	require.NoError(t, err)
+	srv := llmtest.Start(t,
+		llmtest.Func(func(llmtest.Request) llmtest.Reply {
+			_, err := session.Save(ctx, st, session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "B2", Now: now()})
+			require.NoError(t, err)
+			require.NoError(t, session.WriteJSON(ctx, st, session.InboxKey(1), session.InboxMessage{Seq: 1, Text: "Mention Ringo."}))
+			return llmtest.Reply{Text: "thinking"}
+		}).Once(),
+		llmtest.Func(func(llmtest.Request) llmtest.Reply { return call("vote", `{"agent_id":"agent2","reason":"B"}`) }).IfLastContains("Mention Ringo."),
+	)
+	res, err := Run(ctx, Options{Store: st, Config: cfg, Agent: "agent_a", Task: "t", Model: model(t, srv), Inject: false, Now: now, Tag: "1"})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Outcome.SeenSteps["agent_b"], "the peer's new answer was not injected")
+	last := srv.Requests()[1].Last().Content
+	require.Contains(t, last, "UPDATE: The user sent input while you were working.")
+	require.NotContains(t, last, "B2")
+}
