@@ -111,7 +111,11 @@ type Orchestrator struct {
 	MaxNewAnswersGlobal         *int `yaml:"max_new_answers_global" json:"max_new_answers_global"`
 	DeferVotingUntilAllAnswered bool `yaml:"defer_voting_until_all_answered" json:"defer_voting_until_all_answered"`
 	MaxChecklistCallsPerRound   int  `yaml:"max_checklist_calls_per_round" json:"max_checklist_calls_per_round"`
-	ChecklistFirstAnswer        bool `yaml:"checklist_first_answer" json:"checklist_first_answer"`
+	// AnswerNoveltyRequirement refuses new answers too close to one in
+	// context: lenient (exact duplicates only), balanced (over 70% of its
+	// words), strict (over 50%).
+	AnswerNoveltyRequirement NoveltyRequirement `yaml:"answer_novelty_requirement" json:"answer_novelty_requirement"`
+	ChecklistFirstAnswer     bool               `yaml:"checklist_first_answer" json:"checklist_first_answer"`
 
 	Scheduling          Scheduling          `yaml:"scheduling" json:"scheduling"`
 	Consensus           ConsensusRule       `yaml:"consensus" json:"consensus"`
@@ -172,6 +176,30 @@ const (
 	SensitivityChecklistGated VotingSensitivity = "checklist_gated"
 )
 
+// NoveltyRequirement is how different a new answer must be from the
+// answers in context (answer_novelty_requirement).
+type NoveltyRequirement string
+
+// Novelty requirements: MassGen's lenient default refuses exact duplicates
+// only.
+const (
+	NoveltyLenient  NoveltyRequirement = "lenient"
+	NoveltyBalanced NoveltyRequirement = "balanced"
+	NoveltyStrict   NoveltyRequirement = "strict"
+)
+
+// MaxOverlap is the share of a new answer's distinct words that may
+// already be in one answer in context; 0 for lenient (no limit).
+func (n NoveltyRequirement) MaxOverlap() float64 {
+	switch n {
+	case NoveltyBalanced:
+		return 0.7
+	case NoveltyStrict:
+		return 0.5
+	}
+	return 0
+}
+
 // Scheduling selects when agents are relaunched.
 type Scheduling string
 
@@ -226,6 +254,7 @@ func DefaultOrchestrator() Orchestrator {
 		MaxNewAnswersPerAgent:          &perAgent,
 		MaxNewAnswersGlobal:            &global,
 		MaxChecklistCallsPerRound:      1,
+		AnswerNoveltyRequirement:       NoveltyLenient,
 		Scheduling:                     SchedulingAsync,
 		Consensus:                      ConsensusMajority,
 		MaxRevoteRounds:                2,
@@ -254,6 +283,7 @@ func (c *Config) ApplyDefaults() {
 	setIfEmpty(&o.Consensus, d.Consensus)
 	setIfEmpty(&o.UpdateMode, d.UpdateMode)
 	setIfEmpty(&o.FinalAnswerStrategy, d.FinalAnswerStrategy)
+	setIfEmpty(&o.AnswerNoveltyRequirement, d.AnswerNoveltyRequirement)
 	setIfEmpty(&o.RoundEvaluatorTransformationPressure, d.RoundEvaluatorTransformationPressure)
 	for i := range c.Agents {
 		c.Agents[i].Backend.applyDefaults()

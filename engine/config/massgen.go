@@ -166,9 +166,6 @@ func (m *massgen) orchestratorKey(k, v *yaml.Node, path string) bool {
 			return false
 		}
 		m.keys[k] = true
-		if name == "answer_novelty_requirement" && v.Value == "lenient" {
-			ig.display = true // MassGen's default: nothing is lost
-		}
 		m.ignore(k, v, path, ig)
 	}
 	return true

@@ -40,7 +40,6 @@ var orchestratorCompat = map[string]ignoredKey{
 	"context_paths":                 {"agents cannot read or write your local files; put what they need in the task or the criteria", false},
 	"skip_coordination_rounds":      {"coordination always runs", false},
 	"dspy":                          {"question paraphrasing is not implemented", false},
-	"answer_novelty_requirement":    {"answers are not checked for novelty beyond duplicates", false},
 	"enable_planning_mode":          {whyFeature, false},
 	"planning_mode_instruction":     {"used only by planning mode, which Conclave does not have", true},
 	"enable_agent_task_planning":    {whyFeature, false},

@@ -75,11 +75,12 @@ func TestMassGenConfigs(t *testing.T) {
 				{"lmstudio_agent", "lmstudio", "http://localhost:1234/v1", "LMSTUDIO_API_KEY"},
 			},
 			warned: []string{"orchestrator.voting_sensitivity"},
-			noted:  []string{"orchestrator.answer_novelty_requirement", "ui"},
+			noted:  []string{"ui"},
 			check: func(t *testing.T, c *Config) {
 				assert.Equal(t, ExtraBody{"top_k": 20.0, "chat_template_kwargs": map[string]any{"enable_thinking": false}}, c.Agents[0].Backend.ExtraBody)
 				assert.Equal(t, SensitivityBalanced, c.Orchestrator.VotingSensitivity)
 				assert.Equal(t, 3, *c.Orchestrator.MaxNewAnswersPerAgent)
+				assert.Equal(t, NoveltyLenient, c.Orchestrator.AnswerNoveltyRequirement)
 				assert.False(t, c.Agents[0].Backend.KeyRequired())
 			},
 		},

@@ -68,6 +68,7 @@ orchestrator:
   max_new_answers_global: 20
   defer_voting_until_all_answered: true
   max_checklist_calls_per_round: 0
+  answer_novelty_requirement: strict
   checklist_first_answer: true
   scheduling: rounds
   consensus: plurality
@@ -110,6 +111,7 @@ prices:
 					MaxNewAnswersGlobal:                            intp(20),
 					DeferVotingUntilAllAnswered:                    true,
 					ChecklistFirstAnswer:                           true,
+					AnswerNoveltyRequirement:                       NoveltyStrict,
 					Scheduling:                                     SchedulingRounds,
 					Consensus:                                      ConsensusPlurality,
 					UpdateMode:                                     UpdateRestart,

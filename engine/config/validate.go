@@ -201,6 +201,7 @@ func (v *validator) orchestrator(p string, o *Orchestrator, ids []string) {
 	oneOf(v, p+".consensus", o.Consensus, ConsensusMajority, ConsensusPlurality)
 	oneOf(v, p+".update_mode", o.UpdateMode, UpdateInject, UpdateRestart)
 	oneOf(v, p+".final_answer_strategy", o.FinalAnswerStrategy, FinalWinnerPresent, FinalSynthesize, FinalWinnerReuse)
+	oneOf(v, p+".answer_novelty_requirement", o.AnswerNoveltyRequirement, NoveltyLenient, NoveltyBalanced, NoveltyStrict)
 	oneOf(v, p+".round_evaluator_transformation_pressure", o.RoundEvaluatorTransformationPressure, PressureGentle, PressureBalanced, PressureAggressive)
 
 	v.atLeast(p+".fairness_lead_cap_answers", o.FairnessLeadCapAnswers, 0)

@@ -167,6 +167,10 @@ func (p *policy) validate(t *Transcript, c llm.ToolCall, files agent.Files) (out
 				if strings.TrimSpace(k.Text) == strings.TrimSpace(content) {
 					return nil, ReasonDuplicateAnswer, refuse("this answer is identical to %s. If it is the best answer, vote for it; otherwise submit an improved answer.", k.Label)
 				}
+				if o := WordOverlap(content, k.Text); p.in.MaxOverlap > 0 && o > p.in.MaxOverlap {
+					return nil, ReasonNotNovel, refuse("this answer repeats %s: %.0f%% of its words are already there (at most %.0f%% is allowed). "+
+						"If that answer is the best, vote for it; otherwise submit an answer that adds something new.", k.Label, 100*o, 100*p.in.MaxOverlap)
+				}
 			}
 		}
 		return &Outcome{Action: coord.ActionNewAnswer, Answer: content}, "", tools.Result{Content: "Answer recorded."}

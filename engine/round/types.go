@@ -83,6 +83,11 @@ type Input struct {
 	// (voting_sensitivity: checklist_gated); nil leaves the step ungated.
 	Checklist *Checklist
 
+	// MaxOverlap refuses a new answer sharing more than this share of its
+	// words with an answer in context (answer_novelty_requirement); 0
+	// refuses exact duplicates only.
+	MaxOverlap float64
+
 	DisableInjection bool
 	// DeferPeerUpdates (defer_peer_updates_until_restart) holds peer
 	// answers for the next step, except — with PeerUpdatesBeforeChecklist
@@ -171,6 +176,7 @@ const (
 	ReasonUnknownVoteTarget  = "unknown_vote_target"
 	ReasonAnswerLimit        = "answer_limit"
 	ReasonDuplicateAnswer    = "duplicate_answer"
+	ReasonNotNovel           = "answer_not_novel"
 )
 
 // EnforcementError means the model did not produce a valid workflow action

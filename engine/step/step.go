@@ -316,6 +316,7 @@ func (p *prep) input(ctx context.Context, snap *session.Snapshot, o Options, age
 		Answers: answers, HasAnswered: self.AnswerCount > 0, Mode: mode, Model: o.Model,
 		ModelName: agent.Backend.Model, Temperature: agent.Backend.Temperature, Workspace: ws,
 		MaxAttempts:                orch.MaxEnforcementAttempts,
+		MaxOverlap:                 orch.AnswerNoveltyRequirement.MaxOverlap(),
 		DisableInjection:           orch.DisableInjection,
 		DeferPeerUpdates:           orch.DeferPeerUpdatesUntilRestart,
 		PeerUpdatesBeforeChecklist: orch.AllowMidstreamPeerUpdatesBeforeChecklistSubmit != nil && *orch.AllowMidstreamPeerUpdatesBeforeChecklistSubmit,
