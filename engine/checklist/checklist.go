@@ -293,7 +293,14 @@ func terminal(req Request) string {
 	return VerdictVote
 }
 
+// maxErrors bounds the problems a validation error lists: a payload with
+// thousands of bogus labels must not flood the model's context.
+const maxErrors = 20
+
 func invalid(req Request, errs []string) Result {
+	if len(errs) > maxErrors {
+		errs = append(errs[:maxErrors:maxErrors], fmt.Sprintf("… and %d more problems", len(errs)-maxErrors))
+	}
 	return Result{Status: StatusValidationError, RequiresResubmission: true, Errors: errs,
 		Next: "fix the problems listed in errors and call submit_checklist again"}
 }

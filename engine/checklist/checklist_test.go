@@ -2,6 +2,7 @@ package checklist
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -106,5 +107,18 @@ func TestCriteriaPresets(t *testing.T) {
 	v, d := Criteria(nil, false), Criteria(nil, true)
 	if len(v) == 0 || len(d) == 0 || v[0].Text == d[0].Text {
 		t.Fatalf("each mode has its own preset: %+v / %+v", v, d)
+	}
+}
+
+// Thousands of bogus labels get a bounded list of problems.
+func TestEvaluateBoundsItsErrors(t *testing.T) {
+	scores := map[string]map[string]int{}
+	for i := range 5000 {
+		scores[fmt.Sprintf("agent%d.1", i+9)] = map[string]int{"E1": 1}
+	}
+	data, _ := json.Marshal(map[string]any{"scores": scores})
+	r := Evaluate(Request{Criteria: Numbered([]string{"a"}), Labels: []string{"agent1.1"}}, string(data))
+	if r.Status != StatusValidationError || len(r.Errors) != maxErrors+1 || !strings.Contains(r.Errors[maxErrors], "more problems") || len(r.JSON()) > 8<<10 {
+		t.Fatalf("got %d errors, %d bytes: %v", len(r.Errors), len(r.JSON()), r.Errors[len(r.Errors)-1])
 	}
 }
