@@ -135,8 +135,10 @@ func (w *coordination) startEvaluation(ctx workflow.Context, sel workflow.Select
 		w.state.EvalVisible = run.visible
 		if err != nil {
 			// The agents go on without a handoff: their checklists still
-			// gate them; the failure is in the log and the history.
-			w.state.EvalOK = false
+			// gate them; the failure is in the log and the history. Its
+			// round number is used up, so the next evaluation gets a folder
+			// of its own.
+			w.state.EvalRound, w.state.EvalOK = run.round, false
 			w.state.Usage = w.state.Usage.Add(spentBy(err))
 			workflow.GetLogger(ctx).Warn("the round evaluator failed; the round goes on without its packet",
 				"round", run.round, "error", failureReason(err))

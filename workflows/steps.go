@@ -166,7 +166,10 @@ func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Futur
 // the workflow assigned, whatever the result says).
 func (w *coordination) apply(a *coord.Agent, step int, res contract.AgentStepResult) {
 	a.LatestStep, a.LastAction = step, res.Action
-	a.Vote, a.Stop, a.Checklist = nil, nil, res.Checklist
+	a.Vote, a.Stop = nil, nil
+	if res.Checklist != nil { // the latest checklist stays until a step makes another
+		a.Checklist = res.Checklist
+	}
 	switch res.Action {
 	case coord.ActionNewAnswer:
 		a.LatestAnswerStep = step

@@ -133,10 +133,13 @@ func (r Result) JSON() string {
 // one resubmission can fix them all.
 func Evaluate(req Request, payload string) Result {
 	var raw struct {
-		Scores json.RawMessage `json:"scores"`
+		Scores     json.RawMessage `json:"scores"`
+		ReportPath string          `json:"report_path"`
 	}
-	if err := json.Unmarshal([]byte(payload), &raw); err != nil || len(raw.Scores) == 0 {
-		return invalid(req, []string{`the arguments must be a JSON object with a "scores" field`})
+	dec := json.NewDecoder(strings.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil || len(raw.Scores) == 0 || dec.More() {
+		return invalid(req, []string{`the arguments must be a JSON object with a "scores" field (and optionally "report_path"), nothing else`})
 	}
 	if len(req.Labels) == 0 {
 		return evaluateFlat(req, raw.Scores)
@@ -228,6 +231,10 @@ func scoreSet(criteria []Criterion, in map[string]json.RawMessage, label string)
 			errs = append(errs, fmt.Sprintf("%s%q is not a criterion; the criteria are %s", where, key, strings.Join(ids, ", ")))
 			continue
 		}
+		if _, dup := out[id]; dup {
+			errs = append(errs, fmt.Sprintf("%s%s is scored twice", where, id))
+			continue
+		}
 		n, ok := parseScore(in[key])
 		if !ok {
 			errs = append(errs, fmt.Sprintf("%s%s must be a whole number from %d to %d", where, id, MinScore, MaxScore))
@@ -253,6 +260,9 @@ func hasErrorFor(errs []string, prefix string) bool {
 }
 
 func parseScore(raw json.RawMessage) (int, bool) {
+	if t := strings.TrimSpace(string(raw)); t != "" && t[0] == '"' {
+		return 0, false // a number, not a string that spells one
+	}
 	var obj struct {
 		Score *json.Number `json:"score"`
 	}

@@ -39,6 +39,12 @@ func TestEvaluateVotingMode(t *testing.T) {
 			status: StatusValidationError, errs: []string{`"scores" must be an object of answer label`}},
 		{name: "not JSON", payload: `scores: 8`, status: StatusValidationError, errs: []string{`"scores" field`}},
 		{name: "no scores", payload: `{}`, status: StatusValidationError, errs: []string{`"scores" field`}},
+		{name: "a criterion twice in two spellings", payload: `{"scores":{"agent1.1":{"E1":9,"e1":2,"E2":8},"agent2.1":{"E1":8,"E2":8}}}`,
+			status: StatusValidationError, errs: []string{"agent1.1: E1 is scored twice"}},
+		{name: "a score spelled as a string", payload: `{"scores":{"agent1.1":{"E1":"8","E2":8},"agent2.1":{"E1":8,"E2":8}}}`,
+			status: StatusValidationError, errs: []string{"agent1.1: E1 must be a whole number"}},
+		{name: "a verdict of its own", payload: `{"scores":{"agent1.1":{"E1":8,"E2":8},"agent2.1":{"E1":8,"E2":8}},"verdict":"vote"}`,
+			status: StatusValidationError, errs: []string{"nothing else"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -85,6 +85,9 @@ func ParseNextTasks(data []byte) (*NextTasks, error) {
 	if err := dec.Decode(&nt); err != nil {
 		return nil, fmt.Errorf("next_tasks.json is not valid: %w", err)
 	}
+	if dec.More() {
+		return nil, errors.New("next_tasks.json is not valid: data after the JSON object")
+	}
 	var problems []string
 	if len(nt.Tasks) == 0 && len(nt.ApproachAssessment.EvolutionTasks) == 0 {
 		problems = append(problems, "it has no tasks and no evolution_tasks")
@@ -96,13 +99,14 @@ func ParseNextTasks(data []byte) (*NextTasks, error) {
 	check := func(where string, tasks []Task) {
 		for i, t := range tasks {
 			at := fmt.Sprintf("%s[%d]", where, i)
+			id := strings.TrimSpace(t.ID)
 			switch {
-			case strings.TrimSpace(t.ID) == "":
+			case id == "":
 				problems = append(problems, at+": no id")
-			case seen[t.ID]:
+			case seen[id]:
 				problems = append(problems, fmt.Sprintf("%s: id %q is used twice", at, t.ID))
 			}
-			seen[t.ID] = true
+			seen[id] = true
 			if strings.TrimSpace(t.Title) == "" && strings.TrimSpace(t.Description) == "" {
 				problems = append(problems, at+": no title or description")
 			}

@@ -27,6 +27,8 @@ func TestParseNextTasks(t *testing.T) {
 		{"bad mode", `{"tasks":[{"id":"T1","title":"t","execution":{"mode":"parallel"}}],"approach_assessment":{"ceiling_status":"ceiling_not_reached"}}`, `execution.mode "parallel"`},
 		{"duplicate id", `{"tasks":[{"id":"T1","title":"t","execution":{"mode":"inline"}},{"id":"T1","title":"u","execution":{"mode":"inline"}}],"approach_assessment":{"ceiling_status":"ceiling_not_reached"}}`, "used twice"},
 		{"no ceiling status", `{"tasks":[{"id":"T1","title":"t","execution":{"mode":"inline"}}]}`, "ceiling_status"},
+		{"data after the object", validTasks + ` {}`, "data after"},
+		{"ids equal once trimmed", `{"tasks":[{"id":"T1","title":"t","execution":{"mode":"inline"}},{"id":"T1 ","title":"u","execution":{"mode":"inline"}}],"approach_assessment":{"ceiling_status":"ceiling_not_reached"}}`, "used twice"},
 		{"ceiling without evolution", `{"tasks":[{"id":"T1","title":"t","execution":{"mode":"inline"}}],"approach_assessment":{"ceiling_status":"ceiling_reached"}}`, "needs evolution_tasks"},
 	}
 	for _, c := range bad {

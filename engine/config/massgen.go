@@ -107,6 +107,19 @@ func (m *massgen) orchestratorField(k, v *yaml.Node, path string) {
 	if k.Value == "voting_sensitivity" {
 		m.votingSensitivity(v, path)
 	}
+	if k.Value == "round_evaluator_before_checklist" || k.Value == "orchestrator_managed_round_evaluator" {
+		m.actions = append(m.actions, func(c *Config, _ *problems) {
+			o := c.Orchestrator
+			on := (k.Value == "round_evaluator_before_checklist" && o.RoundEvaluatorBeforeChecklist) ||
+				(k.Value == "orchestrator_managed_round_evaluator" && o.OrchestratorManagedRoundEvaluator)
+			switch {
+			case on && o.VotingSensitivity != SensitivityChecklistGated:
+				m.warn(k.Line, path, "the round evaluator runs only with voting_sensitivity: checklist_gated; this setting does nothing", false)
+			case on && k.Value == "orchestrator_managed_round_evaluator" && !o.RoundEvaluatorBeforeChecklist:
+				m.warn(k.Line, path, "does nothing without round_evaluator_before_checklist: true", false)
+			}
+		})
+	}
 }
 
 // orchestratorKey handles a MassGen orchestrator setting (not a Conclave

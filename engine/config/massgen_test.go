@@ -249,3 +249,18 @@ func TestMassGenClaudeReasoning(t *testing.T) {
 	require.Len(t, warnings, 1)
 	assert.Equal(t, "c.yaml:6: warning: agent.backend.reasoning: Anthropic (OpenAI SDK compatibility) ignores reasoning_effort, so it is not sent; extended thinking is thinking: {type: enabled, budget_tokens: N}", warnings[0].String())
 }
+
+// The round evaluator's keys warn when they cannot act.
+func TestRoundEvaluatorKeysWithoutTheGate(t *testing.T) {
+	_, warns, err := ParseWithWarnings([]byte("agents:\n  - id: a\n    backend: {model: m}\norchestrator:\n  round_evaluator_before_checklist: true\n  orchestrator_managed_round_evaluator: true\n"), "c.yaml")
+	require.NoError(t, err)
+	require.Len(t, warns, 1)
+	require.Contains(t, warns[0].String(), "runs only with voting_sensitivity: checklist_gated")
+	_, warns, err = ParseWithWarnings([]byte("agents:\n  - id: a\n    backend: {model: m}\norchestrator:\n  voting_sensitivity: checklist_gated\n  orchestrator_managed_round_evaluator: true\n"), "c.yaml")
+	require.NoError(t, err)
+	require.Len(t, warns, 1)
+	require.Contains(t, warns[0].String(), "without round_evaluator_before_checklist")
+	_, warns, err = ParseWithWarnings([]byte("agents:\n  - id: a\n    backend: {model: m}\norchestrator:\n  voting_sensitivity: checklist_gated\n  round_evaluator_before_checklist: true\n"), "c.yaml")
+	require.NoError(t, err)
+	require.Empty(t, warns)
+}

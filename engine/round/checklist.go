@@ -60,7 +60,19 @@ const (
 	ReasonChecklistRequired    = "checklist_required"
 	ReasonImprovementsRequired = "improvements_required"
 	ReasonTaskPlan             = "task_plan"
+	ReasonChecklistInvalid     = "checklist_invalid"
 )
+
+// freeInvalidChecklists refused checklists cost a step nothing; each one
+// after them costs an enforcement attempt.
+const freeInvalidChecklists = 3
+
+func (p *policy) invalidChecklists(t *Transcript) int {
+	if t.State.Checklist == nil {
+		return 0
+	}
+	return t.State.Checklist.Invalid
+}
 
 // gated reports whether the checklist gate applies to this step: it is
 // on, the step can iterate (vote-only and presentation steps are not
@@ -95,6 +107,11 @@ func (p *policy) labels(t *Transcript) []string {
 // allow_midstream_peer_updates_before_checklist_submit keeps it open in a
 // gated step until its first accepted checklist (seed 001).
 func (p *policy) peerWindowOpen(s *State) bool {
+	if c := s.Checklist; p.gated() && c != nil && c.Accepted >= p.maxCalls() && c.Rechecks >= 1 {
+		// The step can check no further answers: new ones would leave it
+		// no legal action (no vote on unchecked answers, no checklist left).
+		return false
+	}
 	if !p.in.DeferPeerUpdates {
 		return true
 	}
@@ -119,12 +136,11 @@ func (p *policy) checklistCall(t *Transcript, c llm.ToolCall) (tools.Result, boo
 	if c.Name != tools.SubmitChecklist && c.Name != tools.ProposeImprovements {
 		return tools.Result{}, false
 	}
-	if !p.gated() || p.taskDriven() {
-		why := "the checklist is not used in this step"
-		if p.taskDriven() {
-			why = "you are working from the round evaluator's task plan: implement it and submit new_answer, without a checklist"
-		}
-		return refuse("%s: %s.", c.Name, why), true
+	if !p.gated() {
+		return tools.Result{}, false // not offered here: an unknown tool, which costs an attempt
+	}
+	if p.taskDriven() {
+		return refuse("%s: you are working from the round evaluator's task plan: implement it and submit new_answer, without a checklist.", c.Name), true
 	}
 	if t.State.Checklist == nil {
 		t.State.Checklist = &ChecklistState{History: []checklist.Result{}}
@@ -192,6 +208,17 @@ func (p *policy) propose(s *ChecklistState, args string) tools.Result {
 	return tools.Result{Content: "Plan recorded. Implement it, then submit the improved answer with new_answer."}
 }
 
+// checkVoteTarget refuses, in a gated voting step, a vote for another
+// answer than the one the accepted checklist found best: the checklist
+// justifies the vote, so the two must agree.
+func (p *policy) checkVoteTarget(t *Transcript, anon string) (reason string, res tools.Result) {
+	s := t.State.Checklist
+	if !p.gated() || p.taskDriven() || s == nil || s.Last == nil || s.Last.Best == "" || anonOf(s.Last.Best) == anon {
+		return "", tools.Result{}
+	}
+	return ReasonChecklistRequired, refuse("your checklist found %s best: vote for %s, or submit a checklist that justifies another vote.", s.Last.Best, anonOf(s.Last.Best))
+}
+
 // checklistGate refuses a workflow call the checklist does not allow yet;
 // an empty reason lets it through.
 func (p *policy) checklistGate(t *Transcript, name string) (reason string, res tools.Result) {
@@ -212,7 +239,7 @@ func (p *policy) checklistGate(t *Transcript, name string) (reason string, res t
 			return ReasonChecklistRequired, refuse("call submit_checklist before you %s: score %s against the criteria.", name, p.scope(t))
 		case s.Last.Verdict == checklist.VerdictIterate:
 			return ReasonChecklistRequired, refuse("your checklist verdict is iterate (%s): call propose_improvements, implement it and submit new_answer.", strings.Join(s.Last.Failing, ", "))
-		case !slices.Equal(p.labels(t), s.Labels):
+		case !slices.Equal(p.labels(t), s.Labels) && (s.Accepted < p.maxCalls() || s.Rechecks < 1):
 			return ReasonChecklistRequired, refuse("new answers arrived after your checklist (%s): call submit_checklist again, scoring at least the new ones.", strings.Join(newLabels(p.labels(t), s.Labels), ", "))
 		}
 	case tools.NewAnswer:
@@ -313,6 +340,23 @@ func (p *policy) checkChecklist(t *Transcript) error {
 	again := checklist.Evaluate(req, mustJSON(payload))
 	if again.Verdict != s.Last.Verdict || again.Best != s.Last.Best || !maps.EqualFunc(again.Scores, s.Last.Scores, maps.Equal) {
 		return fmt.Errorf("its checklist verdict %q does not follow from its scores (%q)", s.Last.Verdict, again.Verdict)
+	}
+	if len(s.Improvements) > 0 {
+		covered := map[string]bool{}
+		for _, im := range s.Improvements {
+			covered[im.Criterion] = true
+		}
+		for _, id := range again.FailingCriteria {
+			if !covered[id] {
+				return fmt.Errorf("its improvement plan does not address the failing criterion %s", id)
+			}
+		}
+		if s.Last.Verdict != checklist.VerdictIterate {
+			return fmt.Errorf("it has an improvement plan after a %s verdict", s.Last.Verdict)
+		}
+	}
+	if s.Accepted < 1 || s.Accepted > len(s.History) || s.Rechecks > 1 {
+		return fmt.Errorf("its checklist counters do not match its history")
 	}
 	return nil
 }

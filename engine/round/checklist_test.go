@@ -217,3 +217,74 @@ func TestPeerUpdatesBeforeChecklistSubmit(t *testing.T) {
 		require.False(t, sawC, "never injected after the accepted checklist (allow=%v)", allow)
 	}
 }
+
+// Found by trying to break the gate: the vote must go to the answer the
+// checklist found best; after the one recheck no more answers are
+// injected (they would leave no legal action); a checklist offered to an
+// ungated step is an unknown tool; endless invalid checklists cost
+// attempts; a forged improvement plan is not resumed.
+func TestChecklistHardening(t *testing.T) {
+	t.Run("vote for the best", func(t *testing.T) {
+		srv := llmtest.Start(t,
+			llmtest.Calls(llmtest.ToolCall{ID: "c1", Name: tools.SubmitChecklist, Arguments: passB},
+				llmtest.ToolCall{ID: "c2", Name: tools.Vote, Arguments: `{"agent_id":"agent1","reason":"mine anyway"}`}).Once(),
+			llmtest.Call(tools.Vote, `{"agent_id":"agent2","reason":"the checklist says so"}`))
+		out, err := Run(context.Background(), gatedInput(t, srv, ansA, ansB))
+		require.NoError(t, err)
+		require.Equal(t, "agent_b", out.Target)
+		require.Contains(t, srv.Requests()[1].Messages[len(srv.Requests()[1].Messages)-1].Content, "your checklist found agent2.1 best")
+	})
+	t.Run("no injection after the recheck", func(t *testing.T) {
+		box := &fakeInbox{}
+		n := 0
+		srv := llmtest.Start(t, llmtest.Func(func(r llmtest.Request) llmtest.Reply {
+			n++
+			switch n {
+			case 1:
+				box.add(Answer{Agent: "agent_b", Label: "agent2.2", Step: 2, Text: "B v2"})
+				return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c", Name: tools.SubmitChecklist, Arguments: passB}}}
+			case 2:
+				box.add(Answer{Agent: "agent_c", Label: "agent3.1", Step: 1, Text: "C v1"})
+				return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c", Name: tools.SubmitChecklist, Arguments: `{"scores":{"agent2.2":{"E1":9,"E2":9}}}`}}}
+			}
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c", Name: tools.Vote, Arguments: `{"agent_id":"agent2","reason":"r"}`}}}
+		}))
+		in := gatedInput(t, srv, ansA, ansB)
+		in.Inbox, in.MaxMidstreamInjections = box, 5
+		out, err := Run(context.Background(), in)
+		require.NoError(t, err)
+		require.Equal(t, "agent_b", out.Target)
+		_, sawC := out.SeenSteps["agent_c"]
+		require.False(t, sawC, "agent_c's answer arrived after the recheck and waits for the next step")
+	})
+	t.Run("ungated checklist is an unknown tool", func(t *testing.T) {
+		srv := llmtest.Start(t, llmtest.Call(tools.SubmitChecklist, passB))
+		_, err := Run(context.Background(), input(t, srv, "agent_a", ansA, ansB))
+		var enf *EnforcementError
+		require.ErrorAs(t, err, &enf)
+		require.Equal(t, 3, len(srv.Requests()))
+	})
+	t.Run("endless invalid checklists", func(t *testing.T) {
+		srv := llmtest.Start(t, llmtest.Call(tools.SubmitChecklist, `{"scores":{"agent9.9":{"E1":1}}}`))
+		_, err := Run(context.Background(), gatedInput(t, srv, ansA, ansB))
+		var enf *EnforcementError
+		require.ErrorAs(t, err, &enf)
+		require.Equal(t, freeInvalidChecklists+3, len(srv.Requests()), "three free refusals, then three attempts")
+	})
+	t.Run("forged improvement plan", func(t *testing.T) {
+		srv := llmtest.Start(t, llmtest.Call(tools.SubmitChecklist, failAll).Once(), llmtest.Text("hmm"))
+		in := gatedInput(t, srv, ansA, ansB)
+		in.MaxTurns, in.MaxAttempts = 2, 5
+		var saved *Transcript
+		in.Checkpoint = func(_ context.Context, tr *Transcript) error { saved = tr; return nil }
+		_, err := Run(context.Background(), in)
+		require.Error(t, err)
+		saved.State.Checklist.Improvements = []tools.Improvement{{Criterion: "E99", Change: "nothing"}}
+		fresh := llmtest.Start(t, llmtest.Call(tools.SubmitChecklist, passB).Once(), llmtest.Call(tools.Vote, `{"agent_id":"agent2","reason":"r"}`))
+		in2 := gatedInput(t, fresh, ansA, ansB)
+		in2.Prior = agenttest.Stored(t, saved)
+		_, err = Run(context.Background(), in2)
+		require.NoError(t, err)
+		require.Len(t, fresh.Requests(), 2, "the forged plan was not resumed")
+	})
+}

@@ -43,6 +43,7 @@ func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files
 	}
 	var workflow []llm.ToolCall
 	var unknown []string
+	invalidBefore := p.invalidChecklists(t)
 	turn.Results = make([]tools.Result, len(msg.ToolCalls))
 	for i, c := range msg.ToolCalls {
 		if tools.IsWorkflowTool(c.Name) {
@@ -81,6 +82,11 @@ func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files
 	}
 	if reason != "" {
 		return turn, p.fail(t, reason)
+	}
+	if out == nil && p.invalidChecklists(t) > max(invalidBefore, freeInvalidChecklists) {
+		// Refused checklists are free at first (the model fixes them), but a
+		// model that keeps sending them would otherwise run to MaxTurns.
+		return turn, p.fail(t, ReasonChecklistInvalid)
 	}
 	if out == nil && len(unknown) > 0 {
 		// A tool that was not offered is as invalid as a missing workflow
@@ -183,6 +189,9 @@ func (p *policy) validate(t *Transcript, c llm.ToolCall, files agent.Files) (out
 		real := p.real[anon]
 		if err != nil || !knows(known, real) {
 			return nil, ReasonUnknownVoteTarget, refuse("vote target %q has no answer you have seen. Vote for one of: %s.", target, strings.Join(candidates(p.anon, known), ", "))
+		}
+		if reason, res := p.checkVoteTarget(t, anon); reason != "" {
+			return nil, reason, res
 		}
 		return &Outcome{Action: coord.ActionVote, Target: real, TargetLabel: target, Reason: why}, "", tools.Result{Content: "Vote recorded."}
 	case tools.Stop:
