@@ -19,13 +19,24 @@ const (
 // by the workflow's status query. Maps and slices are never nil and Winner is
 // always present, so clients see {} / [] / "" instead of null.
 type Status struct {
-	Phase     string                 `json:"phase"`
-	Agents    map[string]AgentStatus `json:"agents"`
-	Consensus bool                   `json:"consensus"`
-	Winner    string                 `json:"winner"`
-	Relaunch  []string               `json:"relaunch"`
-	Votes     map[string]int         `json:"votes"`
-	Usage     Usage                  `json:"usage"`
+	Phase  string                 `json:"phase"`
+	Agents map[string]AgentStatus `json:"agents"`
+	// Consensus is true only when the agents agreed: a majority of fresh
+	// votes, or a decomposition whose agents all stopped. A winner named
+	// by plurality (a split after the re-votes, rule plurality, a stall)
+	// leaves it false; DecidedBy says which.
+	Consensus bool `json:"consensus"`
+	// DecidedBy is how the winner was decided once there is one: "consensus"
+	// or "plurality" (the Status of the verdict); empty before.
+	DecidedBy string         `json:"decided_by,omitempty"`
+	Winner    string         `json:"winner"`
+	Relaunch  []string       `json:"relaunch"`
+	Votes     map[string]int `json:"votes"`
+	// Revote, in step mode's `session status`, is the re-vote the session
+	// calls for: Relaunch then lists its agents, to be stepped vote-only
+	// and shown the tally.
+	Revote *RevoteCall `json:"revote,omitempty"`
+	Usage  Usage       `json:"usage"`
 	// PresentationFallback, when set, is why the model-backed presentation
 	// failed and the winner's stored answer was used as the final one.
 	PresentationFallback string `json:"presentation_fallback,omitempty"`
@@ -46,6 +57,10 @@ type AgentStatus struct {
 	VoteStale bool `json:"vote_stale"`
 	// FailReason is why a failed agent was dropped.
 	FailReason string `json:"fail_reason,omitempty"`
+	// Running is true while the agent's next step is in progress; State is
+	// still that of its latest finished step. A running step blocks the
+	// end of coordination.
+	Running bool `json:"running,omitempty"`
 }
 
 // Usage is the token and cost total of a session.
@@ -130,19 +145,23 @@ func (u Usage) Cost() string {
 
 // Summarize builds the status of a ledger under a verdict, the one view
 // of the workflow's status query, its status.json and step mode's
-// `session status`. Consensus and Winner are the verdict's (consensus means
-// a winner was agreed, by majority, plurality or a completed
-// decomposition); Relaunch is what coordination would step next, empty
+// `session status`. Winner is the verdict's; Consensus is true only for a
+// verdict of StatusConsensus (an agreement), and DecidedBy names the
+// status of any decided verdict, so a tie settled by plurality reads
+// consensus false, decided_by "plurality". Relaunch is what coordination would step next, empty
 // once the phase is past coordinating. Usage is left zero: it comes from
 // the steps' traces, which the ledger does not hold.
 func Summarize(l Ledger, v Verdict, phase string) Status {
 	s := Status{
 		Phase:     phase,
 		Agents:    make(map[string]AgentStatus, len(l.Agents)),
-		Consensus: v.Decided(),
+		Consensus: v.Done && v.Status == StatusConsensus,
 		Winner:    v.Winner,
 		Relaunch:  []string{},
 		Votes:     Tally(l),
+	}
+	if v.Decided() {
+		s.DecidedBy = v.Status
 	}
 	if phase == PhaseCoordinating {
 		s.Relaunch = Relaunch(l)
@@ -157,6 +176,7 @@ func Summarize(l Ledger, v Verdict, phase string) Status {
 			LatestAnswerStep: a.LatestAnswerStep,
 			AnswerCount:      a.AnswerCount,
 			FailReason:       a.FailReason,
+			Running:          a.Running,
 		}
 		if a.LastAction == ActionVote {
 			if v := CurrentVote(a); v != nil {
