@@ -21,12 +21,20 @@ type statusOut struct {
 		AnswerCount      int    `json:"answer_count"`
 		VoteTarget       string `json:"vote_target"`
 		VoteStale        bool   `json:"vote_stale"`
+		Running          bool   `json:"running"`
 	} `json:"agents"`
 	Consensus bool           `json:"consensus"`
+	DecidedBy string         `json:"decided_by"`
 	Winner    string         `json:"winner"`
 	Relaunch  []string       `json:"relaunch"`
 	Votes     map[string]int `json:"votes"`
-	Usage     map[string]any `json:"usage"`
+	Revote    *struct {
+		Round  int            `json:"round"`
+		Of     int            `json:"of"`
+		Agents []string       `json:"agents"`
+		Tally  map[string]int `json:"tally"`
+	} `json:"revote"`
+	Usage map[string]any `json:"usage"`
 }
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -36,9 +44,9 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-func status(t *testing.T, dir string) statusOut {
+func status(t *testing.T, dir string, flags ...string) statusOut {
 	t.Helper()
-	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
+	code, out, errs := runCLI(t, append([]string{"session", "status", "--session-dir", dir}, flags...)...)
 	require.Equal(t, 0, code, errs)
 	var s statusOut
 	require.NoError(t, json.Unmarshal([]byte(out), &s), out)
@@ -179,42 +187,6 @@ func TestSessionStatusUsage(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &s))
 	require.EqualValues(t, 155, s.Usage["input_tokens"])
 	require.Equal(t, true, s.Usage["unpriced"])
-}
-
-// TestSessionStatusUsesTheWorkflowVerdict checks that step mode ends the way
-// a Coordination workflow does: a full split is settled by plurality (an
-// orchestrator loop waiting for consensus would otherwise never end), and a
-// decomposition ends when every agent stopped, its first agent presenting.
-func TestSessionStatusUsesTheWorkflowVerdict(t *testing.T) {
-	dir := t.TempDir()
-	ids := []string{"agent_a", "agent_b", "agent_c"}
-	seen := `{"agent_a":1,"agent_b":1,"agent_c":1}`
-	for _, id := range ids {
-		writeStep(t, dir, id, "001", "answer.json", `{"agent_id":"`+id+`","answer":"r1","timestamp":"2026-03-20T22:32:03Z"}`)
-		writeStep(t, dir, id, "002", "vote.json", `{"voter":"`+id+`","target":"`+id+`","reason":"mine","seen_steps":`+seen+`}`)
-	}
-	s := status(t, dir)
-	require.True(t, s.Consensus, "a split is settled by plurality")
-	require.Equal(t, "agent_a", s.Winner, "ties go to the first agent")
-	require.Equal(t, "done", s.Phase)
-	require.Empty(t, s.Relaunch)
-
-	dir = t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "session.json"),
-		[]byte(`{"task":"t","agents":["agent_a","agent_b"],"mode":"decomposition","created_at":"2026-03-20T22:32:03Z"}`), 0o644))
-	seen = `{"agent_a":1,"agent_b":1}`
-	for _, id := range ids[:2] {
-		writeStep(t, dir, id, "001", "answer.json", `{"agent_id":"`+id+`","answer":"part","timestamp":"2026-03-20T22:32:03Z"}`)
-	}
-	writeStep(t, dir, "agent_b", "002", "stop.json", `{"agent_id":"agent_b","summary":"done","status":"complete","seen_steps":`+seen+`}`)
-	s = status(t, dir)
-	require.False(t, s.Consensus)
-	require.Equal(t, []string{"agent_a"}, s.Relaunch)
-	writeStep(t, dir, "agent_a", "002", "stop.json", `{"agent_id":"agent_a","summary":"done","status":"complete","seen_steps":`+seen+`}`)
-	s = status(t, dir)
-	require.True(t, s.Consensus, "every agent stopped")
-	require.Equal(t, "agent_a", s.Winner, "the first agent presents")
-	require.Equal(t, "done", s.Phase)
 }
 
 // TestSessionStatusNewSession: the documented loop starts on a session

@@ -71,6 +71,9 @@ func TestStepModeSeedLifecycle(t *testing.T) {
 	step := func(id string, alias bool) stepResult {
 		t.Helper()
 		args := []string{"step", "--session-dir", session, "--config", cfgs[id], "--automation", "Create a website about the Beatles."}
+		if round.Load() == 1 {
+			args = append(args, "--agents", strings.Join(ids, ","))
+		}
 		if alias {
 			args[0] = "--step"
 		}
@@ -141,7 +144,7 @@ func TestStepExitCodes(t *testing.T) {
 	session := filepath.Join(dir, "session")
 	cfg := agentConfig(t, dir, "agent_a", srv.URL())
 
-	code, out, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--automation", "task")
+	code, out, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--agents", "agent_a", "--automation", "task")
 	require.Equal(t, exitNoAction, code, errs)
 	require.Empty(t, out)
 	require.Contains(t, errs, "no_workflow_tool")
@@ -227,7 +230,7 @@ func TestStepModeOnS3(t *testing.T) {
 	cfg := agentConfig(t, dir, "agent_a", srv.URL())
 	url := minio.URL("sessions", "s3-session")
 
-	code, out, errs := runCLI(t, "step", "--session-dir", url, "--config", cfg, "--automation", "task")
+	code, out, errs := runCLI(t, "step", "--session-dir", url, "--config", cfg, "--agents", "agent_a", "--automation", "task")
 	require.Equal(t, 0, code, errs)
 	var r stepResult
 	require.NoError(t, json.Unmarshal([]byte(out), &r))
