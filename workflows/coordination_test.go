@@ -189,6 +189,10 @@ func TestSplitVoteRevote(t *testing.T) {
 			r := h.result()
 			require.Equal(t, tc.wantStatus, r.Status)
 			require.Equal(t, tc.wantWinner, r.Winner)
+			st := h.lastStatus() // status.json: plurality is no consensus
+			require.Equal(t, tc.wantStatus == coord.StatusConsensus, st.Consensus)
+			require.Equal(t, tc.wantStatus, st.DecidedBy)
+			require.Equal(t, tc.wantWinner, st.Winner)
 			ls := h.launched()
 			require.Len(t, ls, tc.wantLaunchs)
 			for _, l := range ls[3:6] {

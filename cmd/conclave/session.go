@@ -27,14 +27,17 @@ func newSessionCmd() *cobra.Command {
 	}
 	var dir string
 	var agents []string
+	var cfgPath string
 	status := &cobra.Command{
 		Use:   "status --session-dir DIR",
 		Short: "Print the coordination state of a step-mode session as JSON",
-		Long: "Prints phase, per-agent state, stale votes, the relaunch set, consensus and the\n" +
-			"winner, by the rules that end a Coordination workflow (rule majority, a split\n" +
-			"settled by plurality; decomposition when session.json says so). External\n" +
-			"orchestrators call this to decide which agents to launch next. Unreadable files\n" +
-			"are listed on stderr.",
+		Long: "Prints phase, per-agent state (running steps included), stale votes, the relaunch\n" +
+			"set, a re-vote under way, consensus and the winner, by the rules that end a\n" +
+			"Coordination workflow: the consensus rule, max_revote_rounds and presenter of\n" +
+			"--config's orchestrator section (defaults without it), decomposition when\n" +
+			"session.json or --config says so. External orchestrators call this to decide\n" +
+			"which agents to launch next, until phase is no longer \"coordinating\".\n" +
+			"Unreadable files are listed on stderr.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := openSessionDir(cmd.Context(), dir)
@@ -57,7 +60,11 @@ func newSessionCmd() *cobra.Command {
 			for _, p := range snap.Problems {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", p)
 			}
-			out := stepModeStatus(snap)
+			o, err := verdictOptions(cfgPath, snap.Info)
+			if err != nil {
+				return err
+			}
+			out := stepModeStatus(snap, o)
 			usage, problems := storedUsage(cmd.Context(), st, out.Agents)
 			out.Usage = usage
 			for _, p := range problems {
@@ -70,26 +77,26 @@ func newSessionCmd() *cobra.Command {
 	}
 	status.Flags().StringVar(&dir, "session-dir", "", "session directory, file:// or s3:// URL (required)")
 	status.Flags().StringSliceVar(&agents, "agents", nil, "agent ids of the team; those without files yet show as no_action, and a missing local session directory is a session not started yet")
+	status.Flags().StringVar(&cfgPath, "config", "", "an agent config of the session: its orchestrator section sets the consensus rule, max_revote_rounds, coordination_mode and presenter (default: the defaults)")
 	_ = status.MarkFlagRequired("session-dir")
 	cmd.AddCommand(status)
 	return cmd
 }
 
 // stepModeStatus judges a stored session by the rules that end a
-// Coordination workflow (coord.Judge), under step mode's settings: rule
-// majority; a full split is settled by plurality at once, since step mode
-// keeps no re-vote count; decomposition when session.json says so. When no
-// agent needs a step and nothing is decided, the session has stalled and
-// is decided the way the workflow decides a stall, so an orchestrator loop
-// that waits for consensus always ends.
-func stepModeStatus(snap *session.Snapshot) coord.Status {
+// Coordination workflow (coord.Judge, through coord.JudgeStored, which
+// counts the re-votes held from the stored votes): a majority; a split
+// goes to re-votes (Relaunch lists the agents that owe one, Revote says
+// which round and the tally) until max_revote_rounds, then plurality;
+// decomposition ends when every agent holds a fresh stop, its presenter
+// winning. A running step blocks the end. When nothing runs, no agent
+// needs a step and nothing is decided, the session has stalled and is
+// decided the way the workflow decides a stall, so an orchestrator loop
+// that waits for the phase to leave "coordinating" always ends.
+func stepModeStatus(snap *session.Snapshot, o coord.VerdictOptions) coord.Status {
 	l := snap.Ledger()
-	o := coord.VerdictOptions{Rule: coord.RuleMajority}
-	if snap.Info != nil && snap.Info.Mode == string(config.ModeDecomposition) {
-		o.Decomposition = true
-	}
-	v := coord.Judge(l, o, 0)
-	if !v.Done && len(l.Agents) > 0 && len(coord.Relaunch(l)) == 0 && !coord.AnyRunning(l) {
+	v, call := coord.JudgeStored(l, o, snap.History())
+	if !v.Done && call == nil && len(l.Agents) > 0 && !coord.AnyRunning(l) && len(coord.Relaunch(l)) == 0 {
 		v = coord.Stalled(l, o, snap.AnswerOrder())
 	}
 	phase := coord.PhaseCoordinating
@@ -99,7 +106,35 @@ func stepModeStatus(snap *session.Snapshot) coord.Status {
 	case v.Done:
 		phase = coord.PhaseFailed
 	}
-	return coord.Summarize(l, v, phase)
+	s := coord.Summarize(l, v, phase)
+	if call != nil {
+		s.Revote, s.Relaunch = call, call.Agents
+	}
+	return s
+}
+
+// verdictOptions are the orchestrator settings `session status` judges
+// by: the --config's orchestrator section (defaults for what it leaves
+// out), else the defaults; session.json's mode, when it records one,
+// decides decomposition, and a --config that says otherwise is refused.
+func verdictOptions(cfgPath string, info *session.Info) (coord.VerdictOptions, error) {
+	orch := config.DefaultOrchestrator()
+	if cfgPath != "" {
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
+			return coord.VerdictOptions{}, err
+		}
+		orch = cfg.Orchestrator
+		if info != nil && info.Mode != "" && info.Mode != string(orch.CoordinationMode) {
+			return coord.VerdictOptions{}, fmt.Errorf("--config %s has coordination_mode %q but the session's session.json records mode %q: "+
+				"pass the config the session was started with", cfgPath, orch.CoordinationMode, info.Mode)
+		}
+	}
+	o := orch.VerdictOptions()
+	if info != nil && info.Mode != "" {
+		o.Decomposition = info.Mode == string(config.ModeDecomposition)
+	}
+	return o, nil
 }
 
 // openSessionDir opens an existing session; unlike storage.Open it refuses a

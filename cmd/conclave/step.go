@@ -23,19 +23,24 @@ const exitNoAction = 2
 
 type stepFlags struct {
 	sessionDir, configPath, criteria, task string
-	agents                                 []string
+	// agents is the whole team (--agents), recorded in session.json by
+	// the session's first step.
+	agents []string
 }
 
 func newStepCmd() *cobra.Command {
 	var f stepFlags
 	cmd := &cobra.Command{
-		Use:   "step --session-dir DIR --config CFG --automation \"task\"",
+		Use:   "step --session-dir DIR --config CFG --agents A,B,C --automation \"task\"",
 		Short: "Run one agent for one step (seed 000's step mode), then exit",
 		Long: "Loads every answer in the session directory, runs the config's single agent\n" +
 			"until it calls new_answer or vote, and writes answer.json (with workspace/) or\n" +
-			"vote.json and last_action.json. Exit 0: an action was taken; 2: the agent\n" +
-			"produced no action; 1: bad input, including a session that cannot be read or\n" +
-			"written (checked before any model call). Also callable as `conclave --step …`.",
+			"vote.json and last_action.json. The team (--agents, recorded in session.json by\n" +
+			"the first step) fixes the anonymous labels. In a re-vote the step is vote-only\n" +
+			"and shows the tally. Exit 0: an action was taken; 2: the agent produced no\n" +
+			"action; 1: bad input, including a session that cannot be read or written or\n" +
+			"whose team is unknown (checked before any model call). Also callable as\n" +
+			"`conclave --step …`.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := runStep(cmd.Context(), f, os.Getenv, cmd.ErrOrStderr())
@@ -49,7 +54,7 @@ func newStepCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.configPath, "config", "", "YAML config with exactly one agent (required)")
 	cmd.Flags().StringVar(&f.criteria, "eval-criteria", "", "JSON file of evaluation criteria (default: the session's eval_criteria.json)")
 	cmd.Flags().StringVar(&f.task, "automation", "", "the task (required)")
-	cmd.Flags().StringSliceVar(&f.agents, "agents", nil, "every agent id of the session's team; recorded in session.json by the first step, so anonymous labels (agent1..agentN, ids sorted) never depend on which agents have stepped yet")
+	cmd.Flags().StringSliceVar(&f.agents, "agents", nil, "every agent id of the team (required until the session's session.json records it; must match it after)")
 	for _, name := range []string{"session-dir", "config", "automation"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -99,14 +104,16 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stder
 	if err := step.CheckSession(ctx, st, agent.ID); err != nil {
 		return nil, err // exit 1, and no model call was paid for
 	}
-	_, teamKnown, err := step.Team(ctx, st, agent.ID, f.agents, f.task, string(cfg.Orchestrator.CoordinationMode), time.Now())
+	info, err := stepTeam(ctx, st, f.agents, agent.ID, f.task, cfg.Orchestrator, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	if !teamKnown {
-		fmt.Fprintf(stderr, "conclave: warning: the session's team is unknown (no session.json, no --agents): "+
-			"anonymous labels are numbered over the agents that have stepped so far and may differ between steps; "+
-			"pass --agents with every agent id of the session\n")
+	plan, err := planStep(ctx, st, agent.ID, cfg.Orchestrator, info)
+	if err != nil {
+		return nil, err
+	}
+	if err := liveAttempt(ctx, st, agent.ID, plan.step); err != nil {
+		return nil, err
 	}
 	var criteria []string
 	if f.criteria != "" {
@@ -119,17 +126,18 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stder
 		}
 	}
 	res, err := step.Run(ctx, step.Options{Store: st, Config: cfg, Agent: agent.ID, Task: f.task, EvalCriteria: criteria, Model: model,
+		Mode: plan.mode, Tally: plan.tally,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "conclave: "+format+"\n", args...) }})
 	switch {
 	case errors.Is(err, step.ErrBadInput):
 		return nil, err
 	case err != nil:
+		if ferr := fenceAttempt(ctx, st, agent.ID, plan.step, err); ferr != nil {
+			fmt.Fprintf(stderr, "conclave: could not mark step %d of %s as over (session status will show it running): %v\n", plan.step, agent.ID, ferr)
+		}
 		return nil, &exitError{code: exitNoAction, err: fmt.Errorf("agent %s took no action: %w", agent.ID, err)}
 	}
 	out := res.Outcome
-	if !teamKnown {
-		res.Label = "" // numbered over a partial team: it could name another agent's answer
-	}
 	return &stepResult{
 		AgentID: agent.ID, Action: string(out.Action), StepNumber: res.Step, Key: res.Saved.Key, Label: res.Label,
 		VoteTarget: out.Target, Workspace: res.Saved.Workspace, SeenSteps: out.SeenSteps, Usage: out.Usage,

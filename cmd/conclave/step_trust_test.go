@@ -57,7 +57,7 @@ func TestStepRelaunchResumesOnlyTheSameInputs(t *testing.T) {
 			dir := t.TempDir()
 			session := filepath.Join(dir, "session")
 			cfg := agentConfig(t, dir, "agent_a", srv.URL())
-			code, _, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--automation", "old task")
+			code, _, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--agents", "agent_a", "--automation", "old task")
 			require.Equal(t, exitNoAction, code, errs)
 			require.FileExists(t, filepath.Join(session, "agents/agent_a/001/trace.jsonl"), "the interrupted attempt left its checkpoint")
 

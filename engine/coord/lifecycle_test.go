@@ -96,7 +96,7 @@ func TestSeedLifecycle(t *testing.T) {
 			"agent_c": {"state": "voted", "latest_step": 3, "latest_answer_step": 2,
 				"answer_count": 2, "vote_target": "agent_c", "vote_stale": false}
 		},
-		"consensus": true, "decided_by": "consensus", "winner": "agent_c", "relaunch": [], "running": [],
+		"consensus": true, "decided_by": "consensus", "winner": "agent_c", "relaunch": [],
 		"votes": {"agent_c": 3},
 		"usage": {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0}
 	}`, string(got))

@@ -21,21 +21,22 @@ const (
 type Status struct {
 	Phase  string                 `json:"phase"`
 	Agents map[string]AgentStatus `json:"agents"`
-	// Consensus is true only when the agents agreed: a majority (or every
-	// stop of a decomposition). A winner settled by plurality (a tie, a
-	// split after the re-votes) or by a stall is not a consensus;
-	// DecidedBy says how the winner was chosen.
-	Consensus bool   `json:"consensus"`
-	Winner    string `json:"winner"`
-	// DecidedBy is "consensus", "plurality" or "timeout" once a winner is
-	// chosen, else empty.
-	DecidedBy string   `json:"decided_by,omitempty"`
-	Relaunch  []string `json:"relaunch"`
-	// Running lists the agents whose current step has not finished, in
-	// configuration order; never nil.
-	Running []string       `json:"running"`
-	Votes   map[string]int `json:"votes"`
-	Usage   Usage          `json:"usage"`
+	// Consensus is true only when the agents agreed: a majority of fresh
+	// votes, or a decomposition whose agents all stopped. A winner named
+	// by plurality (a split after the re-votes, rule plurality, a stall)
+	// leaves it false; DecidedBy says which.
+	Consensus bool `json:"consensus"`
+	// DecidedBy is how the winner was decided once there is one: "consensus"
+	// or "plurality" (the Status of the verdict); empty before.
+	DecidedBy string         `json:"decided_by,omitempty"`
+	Winner    string         `json:"winner"`
+	Relaunch  []string       `json:"relaunch"`
+	Votes     map[string]int `json:"votes"`
+	// Revote, in step mode's `session status`, is the re-vote the session
+	// calls for: Relaunch then lists its agents, to be stepped vote-only
+	// and shown the tally.
+	Revote *RevoteCall `json:"revote,omitempty"`
+	Usage  Usage       `json:"usage"`
 	// PresentationFallback, when set, is why the model-backed presentation
 	// failed and the winner's stored answer was used as the final one.
 	PresentationFallback string `json:"presentation_fallback,omitempty"`
@@ -56,6 +57,10 @@ type AgentStatus struct {
 	VoteStale bool `json:"vote_stale"`
 	// FailReason is why a failed agent was dropped.
 	FailReason string `json:"fail_reason,omitempty"`
+	// Running is true while the agent's next step is in progress; State is
+	// still that of its latest finished step. A running step blocks the
+	// end of coordination.
+	Running bool `json:"running,omitempty"`
 	// Checklist is the agent's latest checklist (gated sessions only).
 	Checklist *Checklist `json:"checklist,omitempty"`
 }
@@ -142,9 +147,10 @@ func (u Usage) Cost() string {
 
 // Summarize builds the status of a ledger under a verdict, the one view
 // of the workflow's status query, its status.json and step mode's
-// `session status`. Consensus and Winner are the verdict's (consensus means
-// a winner was agreed, by majority, plurality or a completed
-// decomposition); Relaunch is what coordination would step next, empty
+// `session status`. Winner is the verdict's; Consensus is true only for a
+// verdict of StatusConsensus (an agreement), and DecidedBy names the
+// status of any decided verdict, so a tie settled by plurality reads
+// consensus false, decided_by "plurality". Relaunch is what coordination would step next, empty
 // once the phase is past coordinating. Usage is left zero: it comes from
 // the steps' traces, which the ledger does not hold.
 func Summarize(l Ledger, v Verdict, phase string) Status {
@@ -154,10 +160,9 @@ func Summarize(l Ledger, v Verdict, phase string) Status {
 		Consensus: v.Done && v.Status == StatusConsensus,
 		Winner:    v.Winner,
 		Relaunch:  []string{},
-		Running:   []string{},
 		Votes:     Tally(l),
 	}
-	if v.Done && v.Winner != "" {
+	if v.Decided() {
 		s.DecidedBy = v.Status
 	}
 	if phase == PhaseCoordinating {
@@ -167,15 +172,13 @@ func Summarize(l Ledger, v Verdict, phase string) Status {
 		if _, dup := s.Agents[a.ID]; dup {
 			continue
 		}
-		if a.Running {
-			s.Running = append(s.Running, a.ID)
-		}
 		as := AgentStatus{
 			State:            StateOf(a),
 			LatestStep:       a.LatestStep,
 			LatestAnswerStep: a.LatestAnswerStep,
 			AnswerCount:      a.AnswerCount,
 			FailReason:       a.FailReason,
+			Running:          a.Running,
 			Checklist:        a.Checklist,
 		}
 		if a.LastAction == ActionVote {

@@ -12,7 +12,7 @@ func TestSummarizeEmptyNeverNull(t *testing.T) {
 	got, err := json.Marshal(Summarize(Ledger{}, Verdict{}, PhaseCoordinating))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"phase": "coordinating", "agents": {}, "consensus": false, "winner": "",
-		"relaunch": [], "running": [], "votes": {},
+		"relaunch": [], "votes": {},
 		"usage": {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0}}`, string(got))
 }
 
@@ -33,7 +33,7 @@ func TestSummarize(t *testing.T) {
 		"phase": "coordinating",
 		"agents": {
 			"agent_a": {"state": "answered", "latest_step": 3, "latest_answer_step": 3,
-				"answer_count": 2, "vote_target": "", "vote_stale": false},
+				"answer_count": 2, "vote_target": "", "vote_stale": false, "running": true},
 			"agent_b": {"state": "voted", "latest_step": 2, "latest_answer_step": 1,
 				"answer_count": 1, "vote_target": "agent_b", "vote_stale": true},
 			"agent_c": {"state": "voted", "latest_step": 1, "latest_answer_step": 0,
@@ -41,27 +41,31 @@ func TestSummarize(t *testing.T) {
 			"agent_d": {"state": "failed", "latest_step": 0, "latest_answer_step": 0,
 				"answer_count": 0, "vote_target": "", "vote_stale": false}
 		},
-		"consensus": false, "winner": "", "relaunch": ["agent_b", "agent_c"], "running": ["agent_a"], "votes": {},
+		"consensus": false, "winner": "", "relaunch": ["agent_b", "agent_c"], "votes": {},
 		"usage": {"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.25}
 	}`, string(got))
 }
 
+// TestSummarizePluralityWinner: a winner named by plurality is reported
+// as such, never as a consensus (a 1-1 tie included); an agreement is.
 func TestSummarizePluralityWinner(t *testing.T) {
-	l := threeAnswered().vote("c", "b").vote("a", "a").vote("b", "c").ledger()
-	assert.Equal(t, "", Summarize(l, verdictOf(Decide(l, RuleMajority)), PhaseCoordinating).Winner)
-	st := Summarize(l, verdictOf(Decide(l, RulePlurality)), PhasePresenting)
-	assert.False(t, st.Consensus, "a 1-1-1 tie settled by plurality is not a consensus")
+	tie := newSim("a", "b").answer("a").answer("b").vote("a", "a").vote("b", "b").ledger()
+	v := Judge(tie, VerdictOptions{Rule: RuleMajority}, 0)
+	require.Equal(t, StatusPlurality, v.Status)
+	st := Summarize(tie, v, PhaseDone)
+	assert.False(t, st.Consensus, "a 1-1 tie is no consensus")
 	assert.Equal(t, "plurality", st.DecidedBy)
-	assert.Equal(t, "c", st.Winner)
-	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, st.Votes)
-}
-
-func TestSummarizeConsensusOnlyForAgreement(t *testing.T) {
-	l := threeAnswered().vote("a", "b").vote("b", "b").vote("c", "a").ledger()
-	st := Summarize(l, verdictOf(Decide(l, RuleMajority)), PhaseDone)
+	assert.Equal(t, "a", st.Winner)
+	agree := newSim("a", "b").answer("a").answer("b").vote("a", "b").vote("b", "b").ledger()
+	st = Summarize(agree, Judge(agree, VerdictOptions{Rule: RuleMajority}, 0), PhaseDone)
 	assert.True(t, st.Consensus)
 	assert.Equal(t, "consensus", st.DecidedBy)
-	st = Summarize(l, Verdict{Done: true, Status: StatusTimeout, Winner: "b"}, PhaseTimeout)
-	assert.False(t, st.Consensus, "a timeout winner is not a consensus")
-	assert.Equal(t, "timeout", st.DecidedBy)
+
+	l := threeAnswered().vote("c", "b").vote("a", "a").vote("b", "c").ledger()
+	assert.Equal(t, "", Summarize(l, verdictOf(Decide(l, RuleMajority)), PhaseCoordinating).Winner)
+	st = Summarize(l, verdictOf(Decide(l, RulePlurality)), PhasePresenting)
+	assert.False(t, st.Consensus, "a tie settled by plurality is no consensus")
+	assert.Equal(t, StatusPlurality, st.DecidedBy)
+	assert.Equal(t, "c", st.Winner)
+	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, st.Votes)
 }

@@ -43,8 +43,10 @@ type Verdict struct {
 	Revote bool
 }
 
-// Decided reports whether the verdict names a winner by agreement
-// (consensus or plurality), what status.json calls consensus.
+// Decided reports whether the verdict names a winner, by agreement or by
+// plurality: coordination is over and the winner presents. status.json's
+// "consensus" is narrower (StatusConsensus only); its "decided_by" says
+// which.
 func (v Verdict) Decided() bool {
 	return v.Done && (v.Status == StatusConsensus || v.Status == StatusPlurality)
 }
@@ -141,17 +143,5 @@ func Presenter(l Ledger, configured string) string {
 // AnonymousTally is Tally as models see it on a re-vote: anonymous id →
 // fresh votes, only targets with votes.
 func AnonymousTally(l Ledger) map[string]int {
-	ids := make([]string, len(l.Agents))
-	for i, a := range l.Agents {
-		ids[i] = a.ID
-	}
-	anon := AnonymousIDs(ids)
-	votes := Tally(l)
-	out := make(map[string]int)
-	for _, a := range l.Agents { // configuration order, never map order
-		if n := votes[a.ID]; n > 0 {
-			out[anon[a.ID]] = n
-		}
-	}
-	return out
+	return AnonymousCount(l, Tally(l))
 }

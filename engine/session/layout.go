@@ -27,6 +27,7 @@ const (
 	stopFile       = "stop.json"
 	traceFile      = "trace.jsonl"
 	lastActionFile = "last_action.json"
+	launchFile     = "launch.json"
 	workspaceDir   = "workspace"
 )
 
@@ -85,6 +86,10 @@ func TraceKey(agent string, step int) string { return StepPrefix(agent, step) + 
 func WorkspacePrefix(agent string, step int) string {
 	return StepPrefix(agent, step) + workspaceDir + "/"
 }
+
+// LaunchKey is where an agent step's launch.json lives: the record of the
+// step's current attempt (see LaunchFile).
+func LaunchKey(agent string, step int) string { return StepPrefix(agent, step) + launchFile }
 
 // LastActionKey is the per-agent last_action.json, overwritten every step.
 func LastActionKey(agent string) string { return AgentPrefix(agent) + lastActionFile }

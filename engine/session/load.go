@@ -29,6 +29,11 @@ type Answer struct {
 type Agent struct {
 	coord.Agent
 	Answers []Answer `json:"answers"` // in step order
+	// History is every recorded action in step order; the re-votes of a
+	// session are counted from it (coord.JudgeStored).
+	History []coord.Cast `json:"history,omitempty"`
+	// RunningStep is the step in progress when Running is set.
+	RunningStep int `json:"running_step,omitempty"`
 }
 
 // Latest returns the agent's newest answer, or nil when it has none.
@@ -73,6 +78,15 @@ func (s *Snapshot) Ledger() coord.Ledger {
 		l.Agents[i] = a.Agent
 	}
 	return l
+}
+
+// History is every agent's recorded actions, for coord.JudgeStored.
+func (s *Snapshot) History() map[string][]coord.Cast {
+	h := make(map[string][]coord.Cast, len(s.Agents))
+	for _, a := range s.Agents {
+		h[a.ID] = a.History
+	}
+	return h
 }
 
 // Load reads a session. It fails only when the store itself cannot be read;
@@ -191,6 +205,7 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, s
 			a.Answers = append(a.Answers, ans)
 			a.LatestStep, a.LatestAnswerStep, a.AnswerCount = n, n, len(a.Answers)
 			a.LastAction, a.Vote, a.Stop = coord.ActionNewAnswer, nil, nil
+			a.History = append(a.History, coord.Cast{Step: n, Action: coord.ActionNewAnswer})
 		case files[voteFile]:
 			var f VoteFile
 			v := &coord.Vote{Voter: id, Step: n}
@@ -206,6 +221,7 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, s
 				v.Target, v.Reason, v.SeenSteps = f.Target, f.Reason, f.SeenSteps
 			}
 			a.LatestStep, a.LastAction, a.Vote, a.Stop = n, coord.ActionVote, v, nil
+			a.History = append(a.History, coord.Cast{Step: n, Action: coord.ActionVote, Target: v.Target, SeenSteps: v.SeenSteps, Invalid: v.Invalid})
 		case files[stopFile]:
 			var f StopFile
 			if err := ReadJSON(ctx, st, StopKey(id, n), &f); err != nil {
@@ -216,19 +232,44 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, s
 			}
 			a.LatestStep, a.LastAction, a.Vote = n, coord.ActionStop, nil
 			a.Stop = &coord.Stop{Summary: f.Summary, Status: f.Status, SeenSteps: f.SeenSteps, Step: n}
+			a.History = append(a.History, coord.Cast{Step: n, Action: coord.ActionStop, SeenSteps: f.SeenSteps})
 		}
-		// A folder without an action file is a step that never finished
-		// (a crash mid-save): it is not a step and will be reused.
+		// A folder without an action file is a step that has not finished:
+		// it is not a step yet, and its number will be reused.
 	}
-	// A later folder holding a checkpoint is a step in progress (or one
-	// whose process died: relaunched, it resumes there). Either way the
-	// agent has not finished its current step, which blocks consensus.
-	for _, n := range nums {
-		if n > a.LatestStep && steps[n][traceFile] {
-			a.Running = true
+	if n := len(nums); n > 0 && nums[n-1] > a.LatestStep {
+		running, err := s.inProgress(ctx, st, id, nums[n-1], steps[nums[n-1]])
+		if err != nil {
+			return a, err
+		}
+		a.Running = running
+		if running {
+			a.RunningStep = nums[n-1]
 		}
 	}
 	return a, nil
+}
+
+// inProgress reports whether a step folder without an action file is a
+// step in progress: its checkpoint (trace.jsonl) exists, so the step
+// started, and its launch.json does not say "fenced": true (an attempt
+// that ended without an action, or was superseded: a dead step). A
+// folder without a checkpoint never reached its first model turn's end,
+// or is a crash mid-save; it blocks nothing.
+func (s *Snapshot) inProgress(ctx context.Context, st storage.Store, id string, n int, files map[string]bool) (bool, error) {
+	if !files[traceFile] {
+		return false, nil
+	}
+	if !files[launchFile] {
+		return true, nil
+	}
+	var f LaunchFile
+	if err := ReadJSON(ctx, st, LaunchKey(id, n), &f); err != nil {
+		// Unreadable: the step is taken to run, which blocks the end
+		// rather than ending it early.
+		return true, s.problemOrFail(LaunchKey(id, n), err)
+	}
+	return !f.Fenced, nil
 }
 
 func hasPrefix(files map[string]bool, prefix string) bool {

@@ -144,11 +144,15 @@ func (l *Local) write(ctx context.Context, op, key string, data []byte, place fu
 	var suffix [8]byte
 	_, _ = rand.Read(suffix[:])
 	tmp := path.Join(dir, tmpPrefix+hex.EncodeToString(suffix[:]))
-	// A concurrent Delete may prune the directory between MkdirAll and the
-	// create; retrying a few times makes that race harmless.
+	// A concurrent Delete may prune a directory while MkdirAll creates the
+	// ones below it, or between MkdirAll and the create; retrying a few
+	// times makes that race harmless.
 	var f *os.File
 	for attempt := 0; ; attempt++ {
 		if err := r.MkdirAll(dir, 0o755); err != nil {
+			if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
+				continue
+			}
 			return fmt.Errorf("storage: %s %q in %s: create directory: %w", op, key, l.dir, err)
 		}
 		f, err = r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/session"
+	"github.com/conclave-ai/conclave/engine/step"
+	"github.com/conclave-ai/conclave/engine/storage"
+)
+
+// stepTeam makes sure the session knows its team before a step runs, so
+// anonymous labels (agent1..agentN, agents sorted by id) come from the
+// team and not from which agents happen to have files yet. The team is
+// session.json's agents; the first step of a session records it from
+// --agents (created exclusively, so parallel first steps agree on one
+// file). A session without session.json and without --agents is refused,
+// and so is an --agents that disagrees with session.json, an agent
+// outside its team, or a config whose coordination_mode differs from the
+// session's mode. Errors wrap step.ErrBadInput (exit 1).
+func stepTeam(ctx context.Context, st storage.Store, flagAgents []string, self, task string, orch config.Orchestrator, now time.Time) (*session.Info, error) {
+	want := slices.Sorted(slices.Values(flagAgents))
+	want = slices.Compact(want)
+	for _, id := range want {
+		if err := session.CheckAgentID(id); err != nil {
+			return nil, fmt.Errorf("%w: --agents: %v", step.ErrBadInput, err)
+		}
+	}
+	info, err := readInfo(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if info == nil {
+		if len(want) == 0 {
+			return nil, fmt.Errorf("%w: the session at %s has no session.json, so its team is unknown: pass --agents with every agent id of the team "+
+				"(for example --agents agent_a,agent_b,agent_c) on its steps; the first step records it in session.json", step.ErrBadInput, st.Location())
+		}
+		if !slices.Contains(want, self) {
+			return nil, fmt.Errorf("%w: --agents %s does not include this config's agent %s: list the whole team", step.ErrBadInput, strings.Join(want, ","), self)
+		}
+		created := session.Info{Task: task, Agents: want, Mode: string(orch.CoordinationMode), CreatedAt: now.UTC().Truncate(time.Second)}
+		data, err := json.MarshalIndent(created, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		switch err := st.Create(ctx, session.InfoKey, append(data, '\n')); {
+		case err == nil:
+			return &created, nil
+		case !errors.Is(err, storage.ErrExists):
+			return nil, fmt.Errorf("%w: record the team in %s: %v", step.ErrBadInput, session.InfoKey, err)
+		}
+		// A parallel first step recorded it: check against that one.
+		if info, err = readInfo(ctx, st); err != nil {
+			return nil, err
+		}
+	}
+	team := slices.Compact(slices.Sorted(slices.Values(info.Agents)))
+	if len(team) == 0 {
+		return nil, fmt.Errorf("%w: %s in %s lists no agents, so the team is unknown: add them to its \"agents\"", step.ErrBadInput, session.InfoKey, st.Location())
+	}
+	if len(want) > 0 && !slices.Equal(want, team) {
+		return nil, fmt.Errorf("%w: --agents %s is not the session's team %s (%s): pass the same team, or drop --agents",
+			step.ErrBadInput, strings.Join(want, ","), strings.Join(team, ","), session.InfoKey)
+	}
+	if !slices.Contains(team, self) {
+		return nil, fmt.Errorf("%w: agent %s is not in the session's team %s (%s): use a config of one of them",
+			step.ErrBadInput, self, strings.Join(team, ","), session.InfoKey)
+	}
+	if info.Mode != "" && info.Mode != string(orch.CoordinationMode) {
+		return nil, fmt.Errorf("%w: the config's coordination_mode is %q but the session's mode is %q (%s): use the session's mode",
+			step.ErrBadInput, orch.CoordinationMode, info.Mode, session.InfoKey)
+	}
+	return info, nil
+}
+
+// readInfo reads session.json; nil when there is none.
+func readInfo(ctx context.Context, st storage.Store) (*session.Info, error) {
+	var info session.Info
+	err := session.ReadJSON(ctx, st, session.InfoKey, &info)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("%w: read %s in %s: %v", step.ErrBadInput, session.InfoKey, st.Location(), err)
+	}
+	return &info, nil
+}
+
+// stepPlan is what the session says about the agent's next step.
+type stepPlan struct {
+	step  int // the step number the step will get
+	mode  coord.Mode
+	tally map[string]int // anonymous tally shown on a re-vote
+}
+
+// planStep judges the session the way `session status` does (one rule,
+// coord.JudgeStored) under the agent config's orchestrator settings: an
+// agent owed a re-vote steps vote-only and is shown the tally the round
+// began with; an agent that already cast its re-vote of the round under
+// way is refused, since another vote would start the next round early.
+func planStep(ctx context.Context, st storage.Store, self string, orch config.Orchestrator, info *session.Info) (stepPlan, error) {
+	snap, err := session.Load(ctx, st)
+	if err != nil {
+		return stepPlan{}, fmt.Errorf("%w: %v", step.ErrBadInput, err)
+	}
+	if err := snap.Include([]string{self}); err != nil {
+		return stepPlan{}, fmt.Errorf("%w: %v", step.ErrBadInput, err)
+	}
+	a, _ := snap.Agent(self)
+	p := stepPlan{step: a.LatestStep + 1}
+	o := orch.VerdictOptions()
+	o.Decomposition = info.Mode == string(config.ModeDecomposition)
+	l := snap.Ledger()
+	v, call := coord.JudgeStored(l, o, snap.History())
+	if !v.Revote || call == nil {
+		return p, nil
+	}
+	if !slices.Contains(call.Agents, self) {
+		return p, fmt.Errorf("%w: agent %s has cast its vote of re-vote %d of %d; the round waits for %s (see `conclave session status`)",
+			step.ErrBadInput, self, call.Round, call.Of, strings.Join(call.Agents, ", "))
+	}
+	p.mode, p.tally = coord.ModeVoteOnly, coord.AnonymousCount(l, call.Tally)
+	return p, nil
+}
+
+// liveAttempt clears the fence of an earlier attempt of this step (its
+// launch.json), so the folder shows as a step in progress again.
+func liveAttempt(ctx context.Context, st storage.Store, agent string, n int) error {
+	if err := st.Delete(ctx, session.LaunchKey(agent, n)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("%w: clear %s: %v", step.ErrBadInput, session.LaunchKey(agent, n), err)
+	}
+	return nil
+}
+
+// fenceAttempt marks a step that ended without an action as over (its
+// launch.json says "fenced": true), so `session status` does not take its
+// checkpoint for a step in progress. The checkpoint stays for a relaunch
+// to resume. Nothing is written when the step left no checkpoint.
+func fenceAttempt(ctx context.Context, st storage.Store, agent string, n int, cause error) error {
+	ctx = context.WithoutCancel(ctx) // an interrupted step still says it is over
+	if _, err := st.Get(ctx, session.TraceKey(agent, n)); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	return session.WriteJSON(ctx, st, session.LaunchKey(agent, n), session.LaunchFile{Fenced: true, Reason: cause.Error()})
+}
