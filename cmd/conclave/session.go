@@ -27,14 +27,15 @@ func newSessionCmd() *cobra.Command {
 	}
 	var dir string
 	var agents []string
+	var skipVoting bool
 	status := &cobra.Command{
 		Use:   "status --session-dir DIR",
 		Short: "Print the coordination state of a step-mode session as JSON",
 		Long: "Prints phase, per-agent state, stale votes, the relaunch set, consensus and the\n" +
 			"winner, by the rules that end a Coordination workflow (rule majority, a split\n" +
-			"settled by plurality; decomposition when session.json says so). External\n" +
-			"orchestrators call this to decide which agents to launch next. Unreadable files\n" +
-			"are listed on stderr.",
+			"settled by plurality; decomposition when session.json says so; with --skip-voting\n" +
+			"done once every agent has an answer). External orchestrators call this to decide\n" +
+			"which agents to launch next. Unreadable files are listed on stderr.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := openSessionDir(cmd.Context(), dir)
@@ -57,7 +58,7 @@ func newSessionCmd() *cobra.Command {
 			for _, p := range snap.Problems {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", p)
 			}
-			out := stepModeStatus(snap)
+			out := stepModeStatus(snap, skipVoting)
 			usage, problems := storedUsage(cmd.Context(), st, out.Agents)
 			out.Usage = usage
 			for _, p := range problems {
@@ -70,6 +71,7 @@ func newSessionCmd() *cobra.Command {
 	}
 	status.Flags().StringVar(&dir, "session-dir", "", "session directory, file:// or s3:// URL (required)")
 	status.Flags().StringSliceVar(&agents, "agents", nil, "agent ids of the team; those without files yet show as no_action, and a missing local session directory is a session not started yet")
+	status.Flags().BoolVar(&skipVoting, "skip-voting", false, "no vote round (MassGen's skip_voting, or the quick synthesize path): done once every agent has an answer, only agents without one are relaunched, and the first agent presents")
 	_ = status.MarkFlagRequired("session-dir")
 	cmd.AddCommand(status)
 	return cmd
@@ -81,15 +83,16 @@ func newSessionCmd() *cobra.Command {
 // keeps no re-vote count; decomposition when session.json says so. When no
 // agent needs a step and nothing is decided, the session has stalled and
 // is decided the way the workflow decides a stall, so an orchestrator loop
-// that waits for consensus always ends.
-func stepModeStatus(snap *session.Snapshot) coord.Status {
+// that waits for consensus always ends. skipVoting is a session without a
+// vote round (coord.VerdictOptions.SkipVoting).
+func stepModeStatus(snap *session.Snapshot, skipVoting bool) coord.Status {
 	l := snap.Ledger()
-	o := coord.VerdictOptions{Rule: coord.RuleMajority}
+	o := coord.VerdictOptions{Rule: coord.RuleMajority, SkipVoting: skipVoting}
 	if snap.Info != nil && snap.Info.Mode == string(config.ModeDecomposition) {
 		o.Decomposition = true
 	}
 	v := coord.Judge(l, o, 0)
-	if !v.Done && len(l.Agents) > 0 && len(coord.Relaunch(l)) == 0 {
+	if !v.Done && len(l.Agents) > 0 && len(coord.RelaunchFor(l, o)) == 0 {
 		v = coord.Stalled(l, o, snap.AnswerOrder())
 	}
 	phase := coord.PhaseCoordinating
@@ -99,7 +102,11 @@ func stepModeStatus(snap *session.Snapshot) coord.Status {
 	case v.Done:
 		phase = coord.PhaseFailed
 	}
-	return coord.Summarize(l, v, phase)
+	s := coord.Summarize(l, v, phase)
+	if phase == coord.PhaseCoordinating {
+		s.Relaunch = coord.RelaunchFor(l, o)
+	}
+	return s
 }
 
 // openSessionDir opens an existing session; unlike storage.Open it refuses a
