@@ -138,7 +138,7 @@ func (a *Activities) Present(ctx context.Context, in contract.PresentInput) (con
 	defer hb.stop()
 	final, usage, err := step.Present(ctx, step.PresentOptions{
 		Store: st, Config: cfg, Presenter: in.Presenter, Task: inputs.Task, Strategy: strategy,
-		EvalCriteria: inputs.Criteria, Model: model, Tag: "present", OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now,
+		EvalCriteria: inputs.Criteria, Model: model, Tag: "present", NoVote: in.NoVote, OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now,
 	})
 	if err != nil {
 		return contract.PresentResult{}, withUsage(classify(err), usage)

@@ -112,6 +112,10 @@ type PresentInput struct {
 	// presenter's latest stored answer; no model call — also used on timeout).
 	Strategy     string   `json:"strategy"`
 	EvalCriteria []string `json:"eval_criteria,omitempty"`
+	// NoVote says no vote round was held (skip_voting, the quick
+	// synthesize path): the presenter was not chosen by its peers, so a
+	// synthesis is neutral instead of built on the presenter's answer.
+	NoVote bool `json:"no_vote,omitempty"`
 }
 
 // PresentResult is the final answer.

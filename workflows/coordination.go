@@ -123,6 +123,7 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 	if workflow.GetVersion(ctx, asyncStatusChange, workflow.DefaultVersion, 1) == 1 {
 		w.startStatusWriter(ctx)
 	}
+	w.decideNoVote(ctx)
 	if err := w.begin(ctx); err != nil {
 		return CoordinationResult{}, err
 	}
@@ -234,7 +235,7 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 			return endTimeout
 		}
 		if len(w.state.Revote) == 0 {
-			v := coord.Judge(w.state.Ledger, w.orch.VerdictOptions(), w.state.RevoteRound)
+			v := coord.Judge(w.state.Ledger, w.verdictOptions(), w.state.RevoteRound)
 			if v.Revote {
 				w.startRevote(ctx, v.Reason)
 			} else if v.Done {
@@ -249,7 +250,7 @@ func (w *coordination) coordinate(ctx workflow.Context, sel workflow.Selector) e
 		} else {
 			w.launchReady(ctx, sel)
 			if len(w.running) == 0 && w.evaluating == nil {
-				w.verdict = coord.Stalled(w.state.Ledger, w.orch.VerdictOptions(), w.state.AnswerOrder)
+				w.verdict = coord.Stalled(w.state.Ledger, w.verdictOptions(), w.state.AnswerOrder)
 				return endDecided
 			}
 		}

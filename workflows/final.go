@@ -11,17 +11,15 @@ import (
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
-// present runs the final presentation after consensus, plurality or a stall.
-// Voting mode uses final_answer_strategy; decomposition mode always
-// synthesizes. When a model-backed presentation fails in voting mode, the
+// present runs the final presentation after consensus, plurality or a stall,
+// with presentStrategy: voting mode uses final_answer_strategy;
+// decomposition mode always synthesizes, and so does a session without a
+// vote round unless its strategy is winner_reuse. When a model-backed presentation fails in voting mode, the
 // winner's stored answer is used as is (winner_reuse), so the agreed answer
 // is never lost to a failing presenter.
 func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error) {
-	strategy := string(w.orch.FinalAnswerStrategy)
+	strategy := string(w.presentStrategy())
 	decomposition := w.orch.CoordinationMode == config.ModeDecomposition
-	if decomposition {
-		strategy = string(config.FinalSynthesize)
-	}
 	w.setPhase(ctx, coord.PhasePresenting)
 	pr, err := w.runPresent(ctx, w.verdict.Winner, strategy)
 	if err != nil && ctx.Err() == nil && !decomposition && strategy != string(config.FinalWinnerReuse) {
@@ -110,6 +108,7 @@ func (w *coordination) runPresent(ctx workflow.Context, presenter, strategy stri
 		SessionRef: w.ref(),
 		InputsHash: w.state.InputsHash,
 		Strategy:   strategy,
+		NoVote:     w.state.NoVote,
 	}
 	if in.InputsHash == "" { // a session created before inputs by reference
 		in.Task, in.Config, in.EvalCriteria = w.in.Task, w.in.Config, w.in.EvalCriteria

@@ -133,3 +133,47 @@ func TestGenerateHistory(t *testing.T) {
 
 	writeHistory(t, bin, addr, run.GetID(), "coordination_owned_history.json")
 }
+
+// TestGenerateQuickSynthesizeHistory records
+// testdata/coordination_quick_synthesize_history.json: a session with the
+// quick synthesize settings (max_new_answers_per_agent 1, synthesize) as
+// it ran before sessions without a vote round (noVoteRoundChange): the
+// agents answered once, then voted. Record it on a build from before that
+// change; it replays on the old path.
+func TestGenerateQuickSynthesizeHistory(t *testing.T) {
+	bin, addr, cl := historyServer(t)
+
+	const queue = "conclave-history-quick"
+	w := worker.New(cl, queue, worker.Options{})
+	Register(w)
+	f := &liveFakes{stored: map[string]int{}}
+	w.RegisterActivityWithOptions(f.agentStep, activity.RegisterOptions{Name: contract.NameAgentStep})
+	w.RegisterActivityWithOptions(func(_ context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {
+		return contract.InitSessionResult{Location: "mem://" + in.SessionID, InputsHash: "sha256:history"}, nil
+	}, activity.RegisterOptions{Name: contract.NameInitSession})
+	w.RegisterActivityWithOptions(func(context.Context) (bool, error) { return true, nil },
+		activity.RegisterOptions{Name: contract.NameSearchAttrsSet})
+	w.RegisterActivityWithOptions(func(context.Context, contract.WriteStatusInput) error { return nil },
+		activity.RegisterOptions{Name: contract.NameWriteStatus})
+	w.RegisterActivityWithOptions(func(_ context.Context, in contract.PresentInput) (contract.PresentResult, error) {
+		return contract.PresentResult{Presenter: in.Presenter, Answer: "final", Key: "final/answer.json"}, nil
+	}, activity.RegisterOptions{Name: contract.NamePresent})
+	require.NoError(t, w.Start())
+	defer w.Stop()
+
+	cfg := testConfig(a, b)
+	one := 1
+	cfg.Orchestrator.DisableInjection, cfg.Orchestrator.MaxNewAnswersPerAgent = true, &one
+	cfg.Orchestrator.FinalAnswerStrategy = "synthesize"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "history-quick-1", TaskQueue: queue},
+		contract.CoordinationName, input(cfg))
+	require.NoError(t, err)
+	var r CoordinationResult
+	require.NoError(t, run.Get(ctx, &r))
+	require.Equal(t, b, r.Winner)
+	require.Equal(t, map[string]int{b: 2}, r.Votes, "recorded before sessions without a vote round")
+
+	writeHistory(t, bin, addr, run.GetID(), "coordination_quick_synthesize_history.json")
+}

@@ -130,6 +130,9 @@ type CarriedState struct {
 	// Runs counts the runs before this one.
 	Runs      int    `json:"runs"`
 	LastError string `json:"last_error,omitempty"`
+	// NoVote: the session ends without a vote round (noVoteRoundChange),
+	// decided once when it starts.
+	NoVote bool `json:"no_vote,omitempty"`
 }
 
 // CoordinationResult is the outcome of a session that produced an answer.

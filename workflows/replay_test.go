@@ -12,7 +12,9 @@ import (
 // session made with fake activities (history_gen_test.go) before and after
 // the background status writer (workflow.GetVersion "async-status-writes")
 // and since owned sessions with inputs by reference (workflow.GetVersion
-// "owned-session-inputs-by-reference"), a real `make
+// "owned-session-inputs-by-reference"), a session with the quick
+// synthesize settings recorded when they still voted (workflow.GetVersion
+// "no-vote-round"), a real `make
 // demo` session (real activities, offline model) and a pipeline run with a
 // call, a failure it continues past and evidence (pipeline_history_gen_test.go), and a quality-gated
 // `conclave demo --config examples/checklist.yaml` session with the managed round evaluator

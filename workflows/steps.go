@@ -85,7 +85,7 @@ func storageActivityCtx(ctx workflow.Context, summary string, timeout time.Durat
 
 // launchReady starts every step the schedule allows now.
 func (w *coordination) launchReady(ctx workflow.Context, sel workflow.Selector) {
-	plans := planLaunches(w.state.Ledger, w.orch, w.state.Revote, w.state.RevoteTally)
+	plans := w.plan()
 	plans = w.holdForEvaluation(ctx, sel, plans)
 	if len(plans) > 0 || !coord.AnyRunning(w.state.Ledger) {
 		// A re-vote launches all its agents at once (none runs at a split);

@@ -16,6 +16,9 @@ import (
 // of the ledger under the verdict, plus usage.
 func (w *coordination) snapshot() coord.Status {
 	s := coord.Summarize(w.state.Ledger, w.verdict, w.phase)
+	if w.state.NoVote && w.phase == coord.PhaseCoordinating {
+		s.Relaunch = coord.RelaunchFor(w.state.Ledger, w.verdictOptions())
+	}
 	s.Usage = w.state.Usage
 	s.PresentationFallback = w.presentFallback
 	return s

@@ -28,6 +28,7 @@ func newSessionCmd() *cobra.Command {
 	var dir string
 	var agents []string
 	var cfgPath string
+	var skipVoting bool
 	status := &cobra.Command{
 		Use:   "status --session-dir DIR",
 		Short: "Print the coordination state of a step-mode session as JSON",
@@ -64,6 +65,7 @@ func newSessionCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			o.SkipVoting = o.SkipVoting || skipVoting
 			out := stepModeStatus(snap, o)
 			usage, problems := storedUsage(cmd.Context(), st, out.Agents)
 			out.Usage = usage
@@ -77,6 +79,7 @@ func newSessionCmd() *cobra.Command {
 	}
 	status.Flags().StringVar(&dir, "session-dir", "", "session directory, file:// or s3:// URL (required)")
 	status.Flags().StringSliceVar(&agents, "agents", nil, "agent ids of the team; those without files yet show as no_action, and a missing local session directory is a session not started yet")
+	status.Flags().BoolVar(&skipVoting, "skip-voting", false, "no vote round (MassGen's skip_voting, or the quick synthesize path): done once every agent has an answer, only agents without one are relaunched, and the first agent presents; also set by --config's skip_voting")
 	status.Flags().StringVar(&cfgPath, "config", "", "an agent config of the session: its orchestrator section sets the consensus rule, max_revote_rounds, coordination_mode and presenter (default: the defaults)")
 	_ = status.MarkFlagRequired("session-dir")
 	cmd.AddCommand(status)
@@ -96,7 +99,7 @@ func newSessionCmd() *cobra.Command {
 func stepModeStatus(snap *session.Snapshot, o coord.VerdictOptions) coord.Status {
 	l := snap.Ledger()
 	v, call := coord.JudgeStored(l, o, snap.History())
-	if !v.Done && call == nil && len(l.Agents) > 0 && !coord.AnyRunning(l) && len(coord.Relaunch(l)) == 0 {
+	if !v.Done && call == nil && len(l.Agents) > 0 && !coord.AnyRunning(l) && len(coord.RelaunchFor(l, o)) == 0 {
 		v = coord.Stalled(l, o, snap.AnswerOrder())
 	}
 	phase := coord.PhaseCoordinating
@@ -107,8 +110,11 @@ func stepModeStatus(snap *session.Snapshot, o coord.VerdictOptions) coord.Status
 		phase = coord.PhaseFailed
 	}
 	s := coord.Summarize(l, v, phase)
-	if call != nil {
+	switch {
+	case call != nil:
 		s.Revote, s.Relaunch = call, call.Agents
+	case phase == coord.PhaseCoordinating:
+		s.Relaunch = coord.RelaunchFor(l, o)
 	}
 	return s
 }

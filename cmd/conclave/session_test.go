@@ -204,3 +204,39 @@ func TestSessionStatusNewSession(t *testing.T) {
 	_, err := os.Stat(missing)
 	require.True(t, os.IsNotExist(err), "status must not create the directory")
 }
+
+// TestSessionStatusSkipVoting: without a vote round the session is done as
+// soon as every agent has an answer; only agents without one are relaunched.
+func TestSessionStatusSkipVoting(t *testing.T) {
+	dir := t.TempDir()
+	skip := func() statusOut {
+		t.Helper()
+		code, out, errs := runCLI(t, "session", "status", "--session-dir", dir, "--agents", "agent_a,agent_b,agent_c", "--skip-voting")
+		require.Equal(t, 0, code, errs)
+		var s statusOut
+		require.NoError(t, json.Unmarshal([]byte(out), &s), out)
+		return s
+	}
+	s := skip()
+	require.Equal(t, []string{"agent_a", "agent_b", "agent_c"}, s.Relaunch)
+	require.False(t, s.Consensus)
+
+	writeStep(t, dir, "agent_b", "001", "answer.json", `{"agent_id":"agent_b","answer":"b","timestamp":"2026-03-20T22:32:03Z"}`)
+	s = skip()
+	require.Equal(t, []string{"agent_a", "agent_c"}, s.Relaunch, "an answered agent is done")
+	require.False(t, s.Consensus)
+	require.Equal(t, "coordinating", s.Phase)
+
+	for _, id := range []string{"agent_a", "agent_c"} {
+		writeStep(t, dir, id, "001", "answer.json", `{"agent_id":"`+id+`","answer":"x","timestamp":"2026-03-20T22:32:03Z"}`)
+	}
+	s = skip()
+	require.True(t, s.Consensus, "every agent answered: no vote round")
+	require.Equal(t, "done", s.Phase)
+	require.Equal(t, "agent_a", s.Winner, "the first agent presents")
+	require.Empty(t, s.Relaunch)
+
+	s = status(t, dir)
+	require.False(t, s.Consensus, "with a vote round the answers are not the end")
+	require.Equal(t, []string{"agent_a", "agent_b", "agent_c"}, s.Relaunch)
+}

@@ -122,8 +122,13 @@ type Orchestrator struct {
 	MaxRevoteRounds     int                 `yaml:"max_revote_rounds" json:"max_revote_rounds"`
 	UpdateMode          UpdateMode          `yaml:"update_mode" json:"update_mode"`
 	FinalAnswerStrategy FinalAnswerStrategy `yaml:"final_answer_strategy" json:"final_answer_strategy"`
+	// SkipVoting is MassGen's skip_voting: coordination ends as soon as
+	// every alive agent has an answer, without a vote (or stop) round, and
+	// the presenter combines the answers (see NoVoteRound).
+	SkipVoting bool `yaml:"skip_voting" json:"skip_voting"`
 	// Presenter is the agent that writes the final answer in decomposition
-	// mode; empty means the first agent. Voting mode presents the winner.
+	// mode and in a run without a vote round (NoVoteRound); empty means the
+	// first alive agent. Voting mode presents the winner.
 	Presenter                  string `yaml:"presenter,omitempty" json:"presenter,omitempty"`
 	OrchestratorTimeoutSeconds int    `yaml:"orchestrator_timeout_seconds" json:"orchestrator_timeout_seconds"`
 	MaxStepsPerAgent           int    `yaml:"max_steps_per_agent" json:"max_steps_per_agent"`

@@ -26,5 +26,30 @@ func (o Orchestrator) VerdictOptions() coord.VerdictOptions {
 		MaxRevoteRounds: o.MaxRevoteRounds,
 		Decomposition:   o.CoordinationMode == ModeDecomposition,
 		Presenter:       o.Presenter,
+		SkipVoting:      o.NoVoteRound(),
 	}
+}
+
+// NoVoteRound reports whether coordination ends as soon as every alive
+// agent has an answer, with no vote (or stop) round: skip_voting, or
+// MassGen's quick synthesize path (voting mode, final_answer_strategy
+// synthesize, max_new_answers_per_agent 1 and
+// defer_voting_until_all_answered false). There each agent gives one
+// answer and a vote could only pick one of them before the presenter
+// combines them all anyway, so MassGen skips it. With
+// defer_voting_until_all_answered true the same settings are MassGen's
+// ensemble pattern, which votes once every agent has answered.
+func (o Orchestrator) NoVoteRound() bool {
+	return o.SkipVoting || o.QuickSynthesize()
+}
+
+// QuickSynthesize reports whether the settings are MassGen's quick
+// synthesize path (see NoVoteRound). disable_injection does not enter
+// into it: an agent sees no peer answer before its own first one, and
+// with one answer each there is no second.
+func (o Orchestrator) QuickSynthesize() bool {
+	return o.CoordinationMode == ModeVoting &&
+		o.FinalAnswerStrategy == FinalSynthesize &&
+		o.MaxNewAnswersPerAgent != nil && *o.MaxNewAnswersPerAgent == 1 &&
+		!o.DeferVotingUntilAllAnswered
 }

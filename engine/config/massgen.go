@@ -146,24 +146,8 @@ func (m *massgen) orchestratorKey(k, v *yaml.Node, path string) bool {
 	case "skip_final_presentation":
 		m.keys[k] = true
 		decodeInto(m, v, path, "true or false", func(c *Config, skip bool) {
-			if !skip {
-				return
-			}
-			switch {
-			case c.Orchestrator.CoordinationMode == ModeDecomposition:
-				m.warn(k.Line, path, "ignored in decomposition mode, where the presenter must assemble the parts", false)
-			case m.strategySet:
-				m.warn(k.Line, path, "final_answer_strategy is also set and wins", false)
-			default:
-				c.Orchestrator.FinalAnswerStrategy = FinalWinnerReuse
-				m.warn(k.Line, path, "honoured as final_answer_strategy: winner_reuse (the winning answer is used as is)", true)
-			}
-		})
-	case "skip_voting":
-		m.keys[k] = true
-		decodeInto(m, v, path, "true or false", func(_ *Config, skip bool) {
 			if skip {
-				m.warn(k.Line, path, "Conclave always ends with a vote (or stop); for answers that are combined without voting use disable_injection: true, max_new_answers_per_agent: 1 and final_answer_strategy: synthesize", false)
+				m.skipFinalPresentation(c, k.Line, path)
 			}
 		})
 	case "max_orchestration_restarts":
@@ -182,6 +166,30 @@ func (m *massgen) orchestratorKey(k, v *yaml.Node, path string) bool {
 		m.ignore(k, v, path, ig)
 	}
 	return true
+}
+
+// skipFinalPresentation applies MassGen's skip_final_presentation: true,
+// as MassGen resolves it: the presenter's stored answer is the final one
+// (final_answer_strategy: winner_reuse, no presentation model call) unless
+// final_answer_strategy is set, which then wins — except with skip_voting,
+// where there is no presentation stage at all. Decomposition mode always
+// presents: each agent holds only its part, so the presenter must
+// assemble them.
+func (m *massgen) skipFinalPresentation(c *Config, line int, path string) {
+	o := &c.Orchestrator
+	switch {
+	case o.CoordinationMode == ModeDecomposition:
+		m.warn(line, path, "ignored in decomposition mode, where the presenter must assemble the parts (final_answer_strategy: winner_reuse is refused there for the same reason)", false)
+	case m.strategySet && !o.SkipVoting:
+		m.warn(line, path, fmt.Sprintf("final_answer_strategy: %s is also set and wins, as in MassGen (remove it to skip the presentation)", o.FinalAnswerStrategy), false)
+	default:
+		msg := "honoured as final_answer_strategy: winner_reuse (the stored answer is the final one, without a presentation model call)"
+		if m.strategySet && o.FinalAnswerStrategy != FinalWinnerReuse {
+			msg += fmt.Sprintf("; with skip_voting it wins over final_answer_strategy: %s, as in MassGen", o.FinalAnswerStrategy)
+		}
+		o.FinalAnswerStrategy = FinalWinnerReuse
+		m.warn(line, path, msg, true)
+	}
 }
 
 // coordinationBlock reads orchestrator.coordination: Conclave's own
@@ -206,7 +214,7 @@ func (m *massgen) coordinationBlock(n *yaml.Node, path string) {
 		}
 		if k.Value == "coordination" || !m.orchestratorKey(k, v, p) {
 			known := append(orchFields, mapKeys(orchestratorCompat)...)
-			known = append(known, "presenter_agent", "skip_voting", "skip_final_presentation", "max_orchestration_restarts", "timeout")
+			known = append(known, "presenter_agent", "skip_final_presentation", "max_orchestration_restarts", "timeout")
 			hint := ""
 			if s := suggest(k.Value, known); s != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", s)

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -263,4 +264,100 @@ func TestRoundEvaluatorKeysWithoutTheGate(t *testing.T) {
 	_, warns, err = ParseWithWarnings([]byte("agents:\n  - id: a\n    backend: {model: m}\norchestrator:\n  voting_sensitivity: checklist_gated\n  round_evaluator_before_checklist: true\n"), "c.yaml")
 	require.NoError(t, err)
 	require.Empty(t, warns)
+}
+
+// skip_voting is a Conclave setting (flat, nested under coordination, and
+// in the JSON input); skip_final_presentation resolves as MassGen resolves
+// it.
+func TestSkipSettings(t *testing.T) {
+	const agents = "agents: [{id: a, backend: {model: m}}, {id: b, backend: {model: m}}]\n"
+	tests := []struct {
+		name     string
+		orch     string
+		skip     bool
+		strategy FinalAnswerStrategy
+		// report is the one warning or note expected ("" = none), note
+		// whether it is a note.
+		report string
+		note   bool
+		err    string
+	}{
+		{name: "skip_voting", orch: "{skip_voting: true}", skip: true, strategy: FinalWinnerPresent},
+		{name: "skip_voting nested", orch: "{coordination: {skip_voting: true}}", skip: true, strategy: FinalWinnerPresent},
+		{name: "skip_voting twice", orch: "{skip_voting: true, coordination: {skip_voting: false}}", err: "skip_voting is also set"},
+		{name: "skip_voting not a bool", orch: "{skip_voting: sometimes}", err: "skip_voting"},
+		{name: "skip_final_presentation", orch: "{skip_final_presentation: true}", strategy: FinalWinnerReuse,
+			report: "honoured as final_answer_strategy: winner_reuse", note: true},
+		{name: "skip_final_presentation off", orch: "{skip_final_presentation: false}", strategy: FinalWinnerPresent},
+		{name: "final_answer_strategy wins", orch: "{skip_final_presentation: true, final_answer_strategy: synthesize}", strategy: FinalSynthesize,
+			report: "final_answer_strategy: synthesize is also set and wins"},
+		{name: "with skip_voting there is no presentation stage", orch: "{skip_voting: true, coordination: {skip_final_presentation: true}, final_answer_strategy: synthesize}",
+			skip: true, strategy: FinalWinnerReuse, report: "with skip_voting it wins over final_answer_strategy: synthesize", note: true},
+		{name: "decomposition presents", orch: "{coordination_mode: decomposition, skip_final_presentation: true}", strategy: FinalWinnerPresent,
+			report: "ignored in decomposition mode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, warnings, err := ParseWithWarnings([]byte(agents+"orchestrator: "+tt.orch+"\n"), "c.yaml")
+			if tt.err != "" {
+				require.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			requireJSONRoundTrip(t, c)
+			assert.Equal(t, tt.skip, c.Orchestrator.SkipVoting)
+			assert.Equal(t, tt.strategy, c.Orchestrator.FinalAnswerStrategy)
+			if tt.report == "" {
+				assert.Empty(t, warnings)
+				return
+			}
+			require.Len(t, warnings, 1)
+			assert.Contains(t, warnings[0].Message, tt.report)
+			assert.Equal(t, tt.note, warnings[0].Note, warnings[0].String())
+		})
+	}
+
+	// The workflow input takes it as is.
+	in := []byte(`{"agents": [{"id": "a", "backend": {"model": "m"}}], "orchestrator": {"skip_voting": true}}`)
+	assert.Empty(t, CheckJSON(in, reflect.TypeFor[Config]()))
+	var c Config
+	require.NoError(t, json.Unmarshal(in, &c))
+	assert.True(t, c.Orchestrator.SkipVoting)
+	assert.Equal(t, 2, *c.Orchestrator.MaxNewAnswersPerAgent, "the other settings keep their defaults")
+}
+
+// NoVoteRound: skip_voting, or MassGen's quick synthesize path; with
+// defer_voting_until_all_answered the same settings are the ensemble
+// pattern, which votes.
+func TestNoVoteRound(t *testing.T) {
+	one, two := 1, 2
+	quick := func(o *Orchestrator) {
+		o.DisableInjection, o.MaxNewAnswersPerAgent, o.FinalAnswerStrategy = true, &one, FinalSynthesize
+	}
+	tests := []struct {
+		name  string
+		set   func(o *Orchestrator)
+		quick bool
+		want  bool
+	}{
+		{"defaults vote", func(*Orchestrator) {}, false, false},
+		{"skip_voting", func(o *Orchestrator) { o.SkipVoting = true }, false, true},
+		{"quick synthesize", quick, true, true},
+		{"quick synthesize with injection", func(o *Orchestrator) { quick(o); o.DisableInjection = false }, true, true},
+		{"ensemble pattern votes", func(o *Orchestrator) { quick(o); o.DeferVotingUntilAllAnswered = true }, false, false},
+		{"two answers each vote", func(o *Orchestrator) { quick(o); o.MaxNewAnswersPerAgent = &two }, false, false},
+		{"unlimited answers vote", func(o *Orchestrator) { quick(o); o.MaxNewAnswersPerAgent = nil }, false, false},
+		{"winner_present votes", func(o *Orchestrator) { quick(o); o.FinalAnswerStrategy = FinalWinnerPresent }, false, false},
+		{"decomposition stops", func(o *Orchestrator) { quick(o); o.CoordinationMode = ModeDecomposition }, false, false},
+		{"skip_voting in decomposition", func(o *Orchestrator) { o.CoordinationMode, o.SkipVoting = ModeDecomposition, true }, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := DefaultOrchestrator()
+			tt.set(&o)
+			assert.Equal(t, tt.quick, o.QuickSynthesize())
+			assert.Equal(t, tt.want, o.NoVoteRound())
+			assert.Equal(t, tt.want, o.VerdictOptions().SkipVoting)
+		})
+	}
 }

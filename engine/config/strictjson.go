@@ -184,6 +184,6 @@ func isMassGenKey(key string) bool {
 	}
 	return slices.Contains(requestFields, key) || slices.Contains([]string{
 		"agent", "timeout_settings", "coordination", "timeout", "presenter_agent", "skip_final_presentation",
-		"skip_voting", "max_orchestration_restarts", "append_system_prompt", "thinking",
+		"max_orchestration_restarts", "append_system_prompt", "thinking",
 	}, key)
 }

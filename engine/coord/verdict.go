@@ -29,8 +29,12 @@ type VerdictOptions struct {
 	// Decomposition ends on stops instead of votes.
 	Decomposition bool
 	// Presenter is decomposition's configured presenter ("" = the first
-	// alive agent).
+	// alive agent), and the presenter of a run without a vote round.
 	Presenter string
+	// SkipVoting: no vote (or stop) round; coordination is done once every
+	// alive agent has an answer and the presenter presents (skip_voting,
+	// or the quick synthesize path: config.Orchestrator.NoVoteRound).
+	SkipVoting bool
 }
 
 // Verdict is what the ledger says about the end of coordination.
@@ -52,8 +56,10 @@ func (v Verdict) Decided() bool {
 }
 
 // Judge applies the completion rules to a ledger: every agent failed →
-// failed; decomposition → done when every alive agent holds a stop that is
-// not stale, the presenter wins; voting → Decide under the rule, a majority
+// failed; SkipVoting → done when every alive agent has an answer and no
+// step runs, the presenter wins (NoVotePresenter); decomposition → done
+// when every alive agent holds a stop that is not stale, the presenter
+// wins; voting → Decide under the rule, a majority
 // split going to re-votes (ResolveSplit) until MaxRevoteRounds, then
 // plurality. revoteRound is how many re-votes were already held. A ledger
 // without agents (a step-mode session nobody stepped yet) is not done.
@@ -63,6 +69,19 @@ func Judge(l Ledger, o VerdictOptions, revoteRound int) Verdict {
 	}
 	if Alive(l) == 0 {
 		return Verdict{Done: true, Status: StatusFailed, Reason: "every agent failed"}
+	}
+	if o.SkipVoting {
+		for _, a := range l.Agents {
+			if a.Failed {
+				continue
+			}
+			if a.Running || a.AnswerCount == 0 {
+				return Verdict{Reason: fmt.Sprintf("no vote round: waiting for %s's answer", a.ID)}
+			}
+		}
+		p := NoVotePresenter(l, o.Presenter)
+		return Verdict{Done: true, Status: StatusConsensus, Winner: p,
+			Reason: "no vote round: every alive agent answered; " + p + " presents"}
 	}
 	if o.Decomposition {
 		for _, a := range l.Agents {
@@ -115,7 +134,11 @@ func Stalled(l Ledger, o VerdictOptions, answerOrder []string) Verdict {
 			Reason: "coordination stalled before any agent submitted an answer (no step can be launched): " +
 				"raise max_steps_per_agent or check why the agents' steps failed"}
 	}
-	if o.Decomposition {
+	switch {
+	case o.SkipVoting:
+		winner = NoVotePresenter(l, o.Presenter)
+		how = "being the presenter of a run without a vote round"
+	case o.Decomposition:
 		winner = Presenter(l, o.Presenter)
 		how = "the decomposition presenter"
 	}
@@ -138,6 +161,40 @@ func Presenter(l Ledger, configured string) string {
 		return l.Agents[0].ID
 	}
 	return ""
+}
+
+// NoVotePresenter is the presenter of a run without a vote round: the
+// configured one if it is alive and has an answer, else the first alive
+// agent with an answer in configuration order. Once every alive agent has
+// answered that is the configured presenter, or the first alive agent; the
+// answer matters only when a stall ends the run early (winner_reuse then
+// copies the presenter's answer). Without any answer it is Presenter's.
+func NoVotePresenter(l Ledger, configured string) string {
+	if a := l.Find(configured); a != nil && !a.Failed && a.AnswerCount > 0 {
+		return configured
+	}
+	for _, a := range l.Agents {
+		if !a.Failed && a.AnswerCount > 0 {
+			return a.ID
+		}
+	}
+	return Presenter(l, configured)
+}
+
+// RelaunchFor is Relaunch under the options: without a vote round only the
+// alive agents that have no answer yet (and are not running) need a step;
+// an answered agent is done. Otherwise it is Relaunch.
+func RelaunchFor(l Ledger, o VerdictOptions) []string {
+	if !o.SkipVoting {
+		return Relaunch(l)
+	}
+	out := []string{}
+	for _, a := range l.Agents {
+		if !a.Failed && !a.Running && a.AnswerCount == 0 {
+			out = append(out, a.ID)
+		}
+	}
+	return out
 }
 
 // AnonymousTally is Tally as models see it on a re-vote: anonymous id →

@@ -82,3 +82,66 @@ func TestAnonymousTally(t *testing.T) {
 	l := Ledger{Agents: []Agent{votedAgent("zed", "amy", seen), votedAgent("amy", "amy", seen)}}
 	require.Equal(t, map[string]int{"agent1": 2}, AnonymousTally(l), "amy sorts first: agent1")
 }
+
+// Without a vote round (skip_voting, the quick synthesize path) the session
+// is done once every alive agent has an answer: nobody votes, nobody is
+// relaunched after its answer, and the presenter presents.
+func TestJudgeSkipVoting(t *testing.T) {
+	answered := func(id string) Agent {
+		return Agent{ID: id, LatestStep: 1, LatestAnswerStep: 1, AnswerCount: 1, LastAction: ActionNewAnswer}
+	}
+	running := func(a Agent) Agent { a.Running = true; return a }
+	failed := func(a Agent) Agent { a.Failed = true; return a }
+	for _, tc := range []struct {
+		name      string
+		agents    []Agent
+		presenter string
+		done      bool
+		winner    string
+		relaunch  []string
+	}{
+		{name: "nobody answered yet", agents: []Agent{{ID: "a"}, {ID: "b"}}, relaunch: []string{"a", "b"}},
+		{name: "one answer of two", agents: []Agent{answered("a"), {ID: "b"}}, relaunch: []string{"b"}},
+		{name: "the other still runs", agents: []Agent{answered("a"), running(Agent{ID: "b"})}, relaunch: []string{}},
+		{name: "an answered agent's step still runs", agents: []Agent{answered("a"), running(answered("b"))}, relaunch: []string{}},
+		{name: "all answered: the first agent presents", agents: []Agent{answered("a"), answered("b")},
+			done: true, winner: "a", relaunch: []string{}},
+		{name: "all answered: the configured presenter", agents: []Agent{answered("a"), answered("b")}, presenter: "b",
+			done: true, winner: "b", relaunch: []string{}},
+		{name: "a failed agent is not waited for, nor presents", agents: []Agent{failed(Agent{ID: "a"}), answered("b")}, presenter: "a",
+			done: true, winner: "b", relaunch: []string{}},
+		{name: "a vote is not an answer", agents: []Agent{answered("a"), {ID: "b", LatestStep: 1, LastAction: ActionVote,
+			Vote: &Vote{Voter: "b", Target: "a", SeenSteps: map[string]int{"a": 1}, Step: 1}}}, relaunch: []string{"b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := Ledger{Agents: tc.agents}
+			o := VerdictOptions{Rule: RuleMajority, MaxRevoteRounds: 2, SkipVoting: true, Presenter: tc.presenter}
+			v := Judge(l, o, 0)
+			require.Equal(t, tc.done, v.Done, v.Reason)
+			require.False(t, v.Revote)
+			if tc.done {
+				require.Equal(t, StatusConsensus, v.Status)
+				require.True(t, v.Decided())
+				require.Equal(t, tc.winner, v.Winner)
+			}
+			require.Equal(t, tc.relaunch, RelaunchFor(l, o))
+		})
+	}
+	// Decomposition without a stop round ends the same way.
+	l := Ledger{Agents: []Agent{answered("a"), answered("b")}}
+	v := Judge(l, VerdictOptions{Decomposition: true, SkipVoting: true, Presenter: "b"}, 0)
+	require.Equal(t, Verdict{Done: true, Status: StatusConsensus, Winner: "b", Reason: v.Reason}, v)
+	require.False(t, Judge(l, VerdictOptions{Decomposition: true}, 0).Done, "with a stop round the answers are not enough")
+	require.Equal(t, []string{"a", "b"}, RelaunchFor(l, VerdictOptions{}), "with a vote round answered agents step again")
+}
+
+// A run without a vote round that stalls (an agent that cannot give its
+// first answer) is presented by the presenter that has an answer.
+func TestStalledSkipVoting(t *testing.T) {
+	l := Ledger{Agents: []Agent{{ID: "a", LatestStep: 10}, {ID: "b", LatestStep: 1, LatestAnswerStep: 1, AnswerCount: 1, LastAction: ActionNewAnswer}}}
+	o := VerdictOptions{SkipVoting: true}
+	require.Equal(t, "b", Stalled(l, o, []string{"b"}).Winner)
+	o.Presenter = "a"
+	require.Equal(t, "b", Stalled(l, o, []string{"b"}).Winner, "the configured presenter has no answer")
+	require.Equal(t, "a", NoVotePresenter(Ledger{Agents: []Agent{{ID: "a"}, {ID: "b"}}}, ""), "no answer anywhere")
+}

@@ -30,7 +30,10 @@ type PresentOptions struct {
 	Model        llm.Model // unused for winner_reuse
 	Tag          string
 	// Owner is the session owner's id, part of the checkpoint's binding.
-	Owner        string
+	Owner string
+	// NoVote: the session had no vote round (skip_voting, quick
+	// synthesize), so a synthesis is neutral whatever votes are stored.
+	NoVote       bool
 	OnCheckpoint func(turns int)
 	// Logf reports what a person may want to know, such as a checkpoint
 	// that was not resumed; nil discards it.
@@ -119,7 +122,7 @@ func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (str
 	}
 	// Votes chose the presenter when fresh votes name it; a stalled or
 	// vote-less session gets the neutral synthesis.
-	in.Voted = coord.Tally(snap.Ledger())[o.Presenter] > 0
+	in.Voted = !o.NoVote && coord.Tally(snap.Ledger())[o.Presenter] > 0
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, session.FinalTraceKey, o.OnCheckpoint)
 	in.Binding = binding(o.Owner, 0, &in)
 	data, err := o.Store.Get(ctx, session.FinalTraceKey)
