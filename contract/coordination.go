@@ -76,6 +76,10 @@ type AgentStepInput struct {
 	// Tally is shown on a re-vote: anonymous id → votes.
 	Tally        map[string]int `json:"tally,omitempty"`
 	EvalCriteria []string       `json:"eval_criteria,omitempty"`
+	// AutoStop, when set, ends the step without a model call in a stop
+	// with status complete and this summary, which names the limit
+	// reached (coord.AutoStop: decomposition mode's answer limits).
+	AutoStop string `json:"auto_stop,omitempty"`
 }
 
 // AgentStepResult is the step's action, small enough for history.

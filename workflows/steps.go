@@ -85,7 +85,7 @@ func storageActivityCtx(ctx workflow.Context, summary string, timeout time.Durat
 
 // launchReady starts every step the schedule allows now.
 func (w *coordination) launchReady(ctx workflow.Context, sel workflow.Selector) {
-	plans := planLaunches(w.state.Ledger, w.orch, w.state.Revote, w.state.RevoteTally)
+	plans := planLaunches(w.state.Ledger, w.orch, w.state.Revote, w.state.RevoteTally, w.paced)
 	if len(plans) > 0 || !coord.AnyRunning(w.state.Ledger) {
 		// A re-vote launches all its agents at once (none runs at a split);
 		// those that cannot step (failed, out of steps) keep their vote.
@@ -120,6 +120,7 @@ func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p lau
 		InputsHash: w.state.InputsHash,
 		Mode:       r.mode,
 		Tally:      p.Tally,
+		AutoStop:   p.AutoStop,
 	}
 	if in.InputsHash == "" { // a session created before inputs by reference
 		in.Task, in.Config, in.EvalCriteria = w.in.Task, w.in.Config, w.in.EvalCriteria
@@ -167,8 +168,7 @@ func (w *coordination) apply(a *coord.Agent, step int, res contract.AgentStepRes
 	a.Vote, a.Stop = nil, nil
 	switch res.Action {
 	case coord.ActionNewAnswer:
-		a.LatestAnswerStep = step
-		a.AnswerCount++
+		coord.RecordAnswer(w.state.Ledger, a, step, res.SeenSteps)
 		w.state.AnswerOrder = append(slices.DeleteFunc(w.state.AnswerOrder, func(id string) bool { return id == a.ID }), a.ID)
 	case coord.ActionVote:
 		a.Vote = &coord.Vote{Voter: a.ID, Target: res.Target, Reason: res.Reason, SeenSteps: res.SeenSteps, Step: step}

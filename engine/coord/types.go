@@ -70,6 +70,12 @@ type Agent struct {
 	FailReason string `json:"fail_reason,omitempty"`
 	// Running marks an agent whose current step has not finished.
 	Running bool `json:"running,omitempty"`
+	// AnswerStreak is decomposition mode's count of the agent's consecutive
+	// answers without news from peers, up to its latest answer (Streak).
+	AnswerStreak int `json:"answer_streak,omitempty"`
+	// AnswerSeen is the seen_steps of the agent's latest answer: what it
+	// had seen of its peers when it submitted it (nil when not recorded).
+	AnswerSeen map[string]int `json:"answer_seen,omitempty"`
 }
 
 // Ledger is the coordination state of a whole session. Agents keep
