@@ -89,7 +89,7 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 	hb.everyTurn = o.UpdateMode == config.UpdateRestart && !o.DisableInjection
 	res, err := step.Run(ctx, step.Options{
 		Store: st, Config: cfg, Agent: agent.ID, Task: inputs.Task, EvalCriteria: inputs.Criteria,
-		Step: in.Step, Mode: mode, Tally: in.Tally, Tag: strconv.Itoa(in.Launch), Owner: ownerName(in.Owner), Model: model,
+		Step: in.Step, Mode: mode, Tally: in.Tally, AutoStop: in.AutoStop, Tag: strconv.Itoa(in.Launch), Owner: ownerName(in.Owner), Model: model,
 		Evaluation:   in.Evaluation,
 		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
 		OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now,

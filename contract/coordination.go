@@ -79,6 +79,10 @@ type AgentStepInput struct {
 	// Evaluation is the round evaluation (RoundEvaluator's round) a gated
 	// step works from; 0 for none.
 	Evaluation int `json:"evaluation,omitempty"`
+	// AutoStop, when set, ends the step without a model call in a stop
+	// with status complete and this summary, which names the limit
+	// reached (coord.AutoStop: decomposition mode's answer limits).
+	AutoStop string `json:"auto_stop,omitempty"`
 }
 
 // AgentStepResult is the step's action, small enough for history.

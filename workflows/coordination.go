@@ -38,6 +38,13 @@ func Coordination(ctx workflow.Context, in CoordinationInput) (CoordinationResul
 // contract's limits. Runs recorded before replay without any of it.
 const ownedSessionChange = "owned-session-inputs-by-reference"
 
+// limitsChange is the workflow.GetVersion change id of seed 001's
+// pre-start gates: a decomposition agent at an answer limit is launched to
+// stop automatically, and an agent at the fairness lead cap is paused
+// while a slower peer can catch up instead of being launched vote-only
+// (planLaunches). Runs recorded before replay without them.
+const limitsChange = "limits-autostop-fairness-pause"
+
 // Registry is the part of a Temporal worker (or test environment) that
 // Register needs.
 type Registry interface {
@@ -77,7 +84,9 @@ type coordination struct {
 	// owned: this first run creates its session for itself and passes
 	// inputs by reference (ownedSessionChange); initFailed: it could not.
 	owned, initFailed bool
-	statusW           *statusWriter // nil on runs recorded before it existed
+	// paced: this run applies the pre-start gates of limitsChange.
+	paced   bool
+	statusW *statusWriter // nil on runs recorded before it existed
 	// Search attribute values last upserted.
 	saPhase, saWinner string
 }
@@ -124,6 +133,7 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 		w.startStatusWriter(ctx)
 	}
 	w.decideNoVote(ctx)
+	w.paced = workflow.GetVersion(ctx, limitsChange, workflow.DefaultVersion, 1) == 1
 	if err := w.begin(ctx); err != nil {
 		return CoordinationResult{}, err
 	}

@@ -168,6 +168,10 @@ func (h *harness) agentStep(_ context.Context, in contract.AgentStepInput) (cont
 	seen := h.launches[in.Launch].Seen
 	h.calls[stepKey{in.Agent, in.Step}]++
 	h.mu.Unlock()
+	if in.AutoStop != "" { // engine/step stores the stop without a model call
+		return contract.AgentStepResult{Agent: in.Agent, Step: in.Step, Action: coord.ActionStop, Summary: in.AutoStop,
+			StopStatus: "complete", SeenSteps: seen, Key: "agents/" + in.Agent + "/" + strconv.Itoa(in.Step)}, nil
+	}
 	if !ok {
 		return contract.AgentStepResult{}, temporal.NewNonRetryableApplicationError(
 			"unscripted step "+in.Agent+" "+strconv.Itoa(in.Step), "EnforcementError", nil)
@@ -183,7 +187,6 @@ func (h *harness) agentStep(_ context.Context, in contract.AgentStepInput) (cont
 	switch s.action {
 	case coord.ActionNewAnswer:
 		res.AnswerPreview = "answer of " + in.Agent + " at step " + strconv.Itoa(in.Step)
-		res.SeenSteps = nil
 	case coord.ActionVote:
 		res.Target, res.Reason = s.target, "best"
 	case coord.ActionStop:

@@ -37,7 +37,7 @@ func (w *coordination) plan() []launchPlan {
 	if w.state.NoVote {
 		return planNoVoteLaunches(w.state.Ledger, w.orch)
 	}
-	return planLaunches(w.state.Ledger, w.orch, w.state.Revote, w.state.RevoteTally)
+	return planLaunches(w.state.Ledger, w.orch, w.state.Revote, w.state.RevoteTally, w.paced)
 }
 
 // planNoVoteLaunches is planLaunches without a vote round: only alive

@@ -11,6 +11,9 @@ type launchPlan struct {
 	Mode  coord.Mode
 	// Tally is the anonymous tally shown on a re-vote (nil otherwise).
 	Tally map[string]int
+	// AutoStop, when set, stops the agent without a model call with this
+	// summary (coord.AutoStop, decomposition mode's limits).
+	AutoStop string
 }
 
 // planLaunches decides which agents start a step now; it reads only its
@@ -22,7 +25,13 @@ type launchPlan struct {
 // Scheduling async relaunches an agent as soon as its step ends; rounds
 // launches only at the barrier, when no agent step is running (step mode's
 // rounds, seed 000).
-func planLaunches(l coord.Ledger, o config.Orchestrator, revote []string, tally map[string]int) []launchPlan {
+//
+// paced applies seed 001's pre-start gates (limitsChange): a decomposition
+// agent at a limit is launched to stop automatically (coord.AutoStop), and
+// an agent at the fairness lead cap waits while a slower peer can catch up
+// (coord.Paused). Without it, runs recorded before replay as they ran: no
+// auto-stop, and an agent at the lead cap is launched vote-only.
+func planLaunches(l coord.Ledger, o config.Orchestrator, revote []string, tally map[string]int, paced bool) []launchPlan {
 	if o.Scheduling == config.SchedulingRounds && coord.AnyRunning(l) {
 		return nil
 	}
@@ -36,11 +45,26 @@ func planLaunches(l coord.Ledger, o config.Orchestrator, revote []string, tally 
 		}
 		return plans
 	}
+	decomposition := o.CoordinationMode == config.ModeDecomposition
 	for _, id := range coord.Relaunch(l) {
 		if coord.StepsExhausted(*l.Find(id), lim) {
 			continue
 		}
-		mode, ok := coord.NextMode(l, id, o.CoordinationMode == config.ModeDecomposition, lim)
+		if paced && decomposition {
+			if why := coord.AutoStop(l, id, lim); why != "" {
+				plans = append(plans, launchPlan{Agent: id, Mode: coord.ModeDecomposition, AutoStop: why})
+				continue
+			}
+		}
+		if paced && coord.Paused(l, id, lim, decomposition) {
+			continue // a slower peer is catching up
+		}
+		mode, ok := coord.NextMode(l, id, decomposition, lim)
+		if !paced && mode == coord.ModeVoting {
+			if can, _ := coord.CanAnswer(l, id, lim); !can {
+				mode = coord.ModeVoteOnly // the lead cap, before limitsChange
+			}
+		}
 		if !ok || (mode == coord.ModeVoteOnly && o.DeferVotingUntilAllAnswered && awaitingFirstAnswers(l, id, lim)) {
 			continue // nothing to vote for yet, or peers still owe first answers
 		}

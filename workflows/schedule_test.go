@@ -39,28 +39,28 @@ func TestPlanLaunches(t *testing.T) {
 		want   []launchPlan
 	}{
 		{"first launch: everyone answers", []coord.Agent{{ID: a}, {ID: b}}, orch(nil),
-			nil, []launchPlan{{a, coord.ModeVoting, nil}, {b, coord.ModeVoting, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoting, nil, ""}, {b, coord.ModeVoting, nil, ""}}},
 		{"async: relaunch while a peer runs", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})}, orch(nil),
-			nil, []launchPlan{{a, coord.ModeVoting, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoting, nil, ""}}},
 		{"rounds: barrier", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})},
 			orch(func(o *config.Orchestrator) { o.Scheduling = config.SchedulingRounds }), nil, nil},
 		{"fresh voter stays", []coord.Agent{
 			voted(a, 2, 1, 1, a, map[string]int{a: 1}), running(coord.Agent{ID: b})}, orch(nil), nil, nil},
 		{"stale voter relaunched, failed agent never", []coord.Agent{
 			voted(a, 2, 1, 1, a, map[string]int{a: 1}), answered(b, 1, 1), {ID: c, Failed: true}}, orch(nil),
-			nil, []launchPlan{{a, coord.ModeVoting, nil}, {b, coord.ModeVoting, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoting, nil, ""}, {b, coord.ModeVoting, nil, ""}}},
 		{"answer limit: vote-only", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})},
 			orch(func(o *config.Orchestrator) { o.MaxNewAnswersPerAgent = ptr(1) }),
-			nil, []launchPlan{{a, coord.ModeVoteOnly, nil}}},
+			nil, []launchPlan{{a, coord.ModeVoteOnly, nil, ""}}},
 		{"global limit: vote-only", []coord.Agent{answered(a, 1, 1), answered(b, 1, 1)},
 			orch(func(o *config.Orchestrator) { o.MaxNewAnswersGlobal = ptr(2) }),
-			nil, []launchPlan{{a, coord.ModeVoteOnly, nil}, {b, coord.ModeVoteOnly, nil}}},
-		{"fairness: the leader votes", []coord.Agent{answered(a, 2, 2), {ID: b}},
+			nil, []launchPlan{{a, coord.ModeVoteOnly, nil, ""}, {b, coord.ModeVoteOnly, nil, ""}}},
+		{"fairness: the leader pauses while a slower peer is due", []coord.Agent{answered(a, 2, 2), {ID: b}},
 			orch(func(o *config.Orchestrator) {
 				o.FairnessLeadCapAnswers = 1
 				o.MaxNewAnswersPerAgent = nil
 			}),
-			nil, []launchPlan{{a, coord.ModeVoteOnly, nil}, {b, coord.ModeVoting, nil}}},
+			nil, []launchPlan{{b, coord.ModeVoting, nil, ""}}},
 		{"defer voting: wait for a running peer's first answer", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})},
 			orch(func(o *config.Orchestrator) {
 				o.MaxNewAnswersPerAgent = ptr(1)
@@ -71,22 +71,90 @@ func TestPlanLaunches(t *testing.T) {
 			orch(func(o *config.Orchestrator) {
 				o.MaxNewAnswersPerAgent = ptr(1)
 				o.DeferVotingUntilAllAnswered = true
-			}), nil, []launchPlan{{a, coord.ModeVoteOnly, nil}}},
+			}), nil, []launchPlan{{a, coord.ModeVoteOnly, nil, ""}}},
 		{"max_steps_per_agent", []coord.Agent{answered(a, 3, 1), answered(b, 2, 1)},
 			orch(func(o *config.Orchestrator) { o.MaxStepsPerAgent = 3 }),
-			nil, []launchPlan{{b, coord.ModeVoting, nil}}},
+			nil, []launchPlan{{b, coord.ModeVoting, nil, ""}}},
 		{"decomposition", []coord.Agent{{ID: a, LatestStep: 1, LastAction: coord.ActionStop,
 			Stop: &coord.Stop{SeenSteps: map[string]int{}, Step: 1}}, answered(b, 1, 1)},
 			orch(func(o *config.Orchestrator) { o.CoordinationMode = config.ModeDecomposition }),
-			nil, []launchPlan{{a, coord.ModeDecomposition, nil}, {b, coord.ModeDecomposition, nil}}},
+			nil, []launchPlan{{a, coord.ModeDecomposition, nil, ""}, {b, coord.ModeDecomposition, nil, ""}}},
 		{"re-vote", []coord.Agent{
 			voted(a, 2, 1, 1, a, map[string]int{a: 1, b: 1}), voted(b, 2, 1, 1, b, map[string]int{a: 1, b: 1})},
 			orch(nil), []string{a, b},
-			[]launchPlan{{a, coord.ModeVoteOnly, map[string]int{"x": 1}}, {b, coord.ModeVoteOnly, map[string]int{"x": 1}}}},
+			[]launchPlan{{a, coord.ModeVoteOnly, map[string]int{"x": 1}, ""}, {b, coord.ModeVoteOnly, map[string]int{"x": 1}, ""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := planLaunches(coord.Ledger{Agents: tc.l}, tc.o, tc.revote, map[string]int{"x": 1})
+			got := planLaunches(coord.Ledger{Agents: tc.l}, tc.o, tc.revote, map[string]int{"x": 1}, true)
 			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// The pre-start gates of seed 001 (limitsChange): fairness pauses a
+// leader while a slower peer can catch up, else it runs in voting mode (the
+// submission check refuses an answer over the lead cap); decomposition
+// limits stop an agent automatically. Runs recorded before limitsChange
+// launch a leader vote-only and never auto-stop.
+func TestPlanLaunchesPreStartGates(t *testing.T) {
+	orch := func(edit func(*config.Orchestrator)) config.Orchestrator {
+		o := config.DefaultOrchestrator()
+		o.MaxNewAnswersPerAgent, o.MaxNewAnswersGlobal = nil, nil
+		o.FairnessLeadCapAnswers = 1
+		edit(&o)
+		return o
+	}
+	fair := orch(func(*config.Orchestrator) {})
+	running := func(ag coord.Agent) coord.Agent { ag.Running = true; return ag }
+	decomp := func(perAgent, global *int) config.Orchestrator {
+		return orch(func(o *config.Orchestrator) {
+			o.CoordinationMode = config.ModeDecomposition
+			o.FairnessEnabled = false
+			o.MaxNewAnswersPerAgent, o.MaxNewAnswersGlobal = perAgent, global
+		})
+	}
+	streak := func(ag coord.Agent, n int, seen map[string]int) coord.Agent {
+		ag.AnswerStreak, ag.AnswerSeen = n, seen
+		return ag
+	}
+	for _, tc := range []struct {
+		name   string
+		l      []coord.Agent
+		o      config.Orchestrator
+		want   []launchPlan
+		legacy []launchPlan
+	}{
+		{"leader waits for a running slower peer", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})}, fair,
+			nil, []launchPlan{{a, coord.ModeVoteOnly, nil, ""}}},
+		{"nobody can catch up: the leader runs in voting mode", []coord.Agent{
+			answered(a, 2, 2), voted(b, 2, 1, 1, a, map[string]int{a: 2, b: 1})}, fair,
+			[]launchPlan{{a, coord.ModeVoting, nil, ""}}, []launchPlan{{a, coord.ModeVoteOnly, nil, ""}}},
+		{"a capped slower peer holds no one back", []coord.Agent{answered(a, 2, 2), answered(b, 1, 1)},
+			orch(func(o *config.Orchestrator) { o.MaxNewAnswersPerAgent = ptr(2); o.MaxNewAnswersGlobal = ptr(3) }),
+			[]launchPlan{{a, coord.ModeVoteOnly, nil, ""}, {b, coord.ModeVoteOnly, nil, ""}},
+			[]launchPlan{{a, coord.ModeVoteOnly, nil, ""}, {b, coord.ModeVoteOnly, nil, ""}}},
+		{"a failed slower peer holds no one back", []coord.Agent{answered(a, 1, 1), {ID: b, Failed: true}}, fair,
+			[]launchPlan{{a, coord.ModeVoting, nil, ""}}, []launchPlan{{a, coord.ModeVoting, nil, ""}}},
+		{"a first answer is never paused", []coord.Agent{{ID: a}, running(coord.Agent{ID: b})},
+			orch(func(o *config.Orchestrator) { o.FairnessLeadCapAnswers = 0 }),
+			[]launchPlan{{a, coord.ModeVoting, nil, ""}}, []launchPlan{{a, coord.ModeVoting, nil, ""}}},
+		{"decomposition: streak at the cap without news stops", []coord.Agent{
+			streak(answered(a, 2, 2), 2, map[string]int{a: 1}), running(coord.Agent{ID: b})}, decomp(ptr(2), nil),
+			[]launchPlan{{a, coord.ModeDecomposition, nil, "stopped automatically: max_new_answers_per_agent (2) reached: 2 answers in a row without news from peers"}},
+			[]launchPlan{{a, coord.ModeDecomposition, nil, ""}}},
+		{"decomposition: news from a peer resets the streak", []coord.Agent{
+			streak(answered(a, 2, 2), 2, map[string]int{a: 1}), answered(b, 1, 1)}, decomp(ptr(2), nil),
+			[]launchPlan{{a, coord.ModeDecomposition, nil, ""}, {b, coord.ModeDecomposition, nil, ""}},
+			[]launchPlan{{a, coord.ModeDecomposition, nil, ""}, {b, coord.ModeDecomposition, nil, ""}}},
+		{"decomposition: the global cap stops everyone due", []coord.Agent{answered(a, 1, 1), {ID: b}}, decomp(nil, ptr(1)),
+			[]launchPlan{{a, coord.ModeDecomposition, nil, "stopped automatically: max_new_answers_global (1) reached"},
+				{b, coord.ModeDecomposition, nil, "stopped automatically: max_new_answers_global (1) reached"}},
+			[]launchPlan{{a, coord.ModeDecomposition, nil, ""}, {b, coord.ModeDecomposition, nil, ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := coord.Ledger{Agents: tc.l}
+			require.Equal(t, tc.want, planLaunches(l, tc.o, nil, nil, true), "with limitsChange")
+			require.Equal(t, tc.legacy, planLaunches(l, tc.o, nil, nil, false), "recorded before limitsChange")
 		})
 	}
 }

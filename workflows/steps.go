@@ -122,6 +122,7 @@ func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p lau
 		Mode:       r.mode,
 		Tally:      p.Tally,
 		Evaluation: w.evaluation(),
+		AutoStop:   p.AutoStop,
 	}
 	if in.InputsHash == "" { // a session created before inputs by reference
 		in.Task, in.Config, in.EvalCriteria = w.in.Task, w.in.Config, w.in.EvalCriteria
@@ -172,8 +173,7 @@ func (w *coordination) apply(a *coord.Agent, step int, res contract.AgentStepRes
 	}
 	switch res.Action {
 	case coord.ActionNewAnswer:
-		a.LatestAnswerStep = step
-		a.AnswerCount++
+		coord.RecordAnswer(w.state.Ledger, a, step, res.SeenSteps)
 		w.state.AnswerOrder = append(slices.DeleteFunc(w.state.AnswerOrder, func(id string) bool { return id == a.ID }), a.ID)
 	case coord.ActionVote:
 		a.Vote = &coord.Vote{Voter: a.ID, Target: res.Target, Reason: res.Reason, SeenSteps: res.SeenSteps, Step: step}

@@ -26,8 +26,8 @@ func leadOver(l Ledger, self int) (lead int, ok bool) {
 // l.Agents[self], or "". A lead of cap or more blocks, so after answering
 // the lead never exceeds the cap. A first answer is never blocked: every
 // agent is owed one independent attempt before pacing applies (seed 001,
-// "Fairness and Pacing").
-func fairnessBlock(l Ledger, self int, leadCap *int) string {
+// "Fairness and Pacing"). instead says what the model should do.
+func fairnessBlock(l Ledger, self int, leadCap *int, instead string) string {
 	if leadCap == nil || l.Agents[self].AnswerCount == 0 {
 		return ""
 	}
@@ -36,5 +36,43 @@ func fairnessBlock(l Ledger, self int, leadCap *int) string {
 		return ""
 	}
 	return fmt.Sprintf("fairness lead cap reached (%d answers ahead of the slowest peer, cap %d): "+
-		"vote, or wait for peers to catch up", lead, *leadCap)
+		"%s; you may answer again later, once slower peers have caught up", lead, *leadCap, instead)
+}
+
+// Paused is seed 001's pre-start fairness pause: the agent is at the lead
+// cap and a slower alive peer that can still answer is running or due for
+// a step, so the agent is not launched until that peer has caught up (or
+// can no longer answer). A step launched now could only be refused its
+// answer. It never holds back a first answer, nor an agent that may not
+// answer anyway (answer limits, auto-stop). Only strictly slower peers
+// hold an agent back, so pauses cannot wait on each other in a circle, and
+// the slowest peer is never paused: a session with a pause always has a
+// step to run.
+func Paused(l Ledger, agent string, lim Limits, decomposition bool) bool {
+	i := l.index(agent)
+	if i < 0 || lim.FairnessLeadCap == nil {
+		return false
+	}
+	a := l.Agents[i]
+	if a.Failed || a.AnswerCount == 0 || !mayAnswer(l, a, lim, decomposition) {
+		return false
+	}
+	for j, p := range l.Agents {
+		if j == i || p.Failed || p.AnswerCount >= a.AnswerCount || a.AnswerCount-p.AnswerCount < *lim.FairnessLeadCap {
+			continue
+		}
+		if p.Running || (needsStep(l, p) && !StepsExhausted(p, lim) && mayAnswer(l, p, lim, decomposition)) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayAnswer reports whether the agent's next step may still give an answer
+// as far as the answer limits go (fairness aside).
+func mayAnswer(l Ledger, a Agent, lim Limits, decomposition bool) bool {
+	if decomposition {
+		return AutoStop(l, a.ID, lim) == ""
+	}
+	return answerCapped(l, a, lim) == ""
 }

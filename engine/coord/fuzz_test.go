@@ -256,3 +256,38 @@ func firstTied(l Ledger, votes map[string]int) string {
 	}
 	return ""
 }
+
+// FuzzFairnessNoStall: the pre-start fairness pause never holds back a
+// first answer, and whenever it holds back an agent, some other agent is
+// running or can be launched, so a session with pauses always progresses.
+func FuzzFairnessNoStall(f *testing.F) {
+	addCorpus(f, byte(1), byte(0))
+	f.Fuzz(func(t *testing.T, data []byte, capArg, limArg byte) {
+		s, _ := fuzzSim(data)
+		l := s.ledger()
+		lim := Limits{FairnessLeadCap: intp(int(capArg % 4)), MaxStepsPerAgent: int(limArg % 8)}
+		if limArg&8 != 0 {
+			lim.MaxNewAnswersPerAgent = intp(1 + int(limArg>>4)%3)
+		}
+		if limArg&128 != 0 {
+			lim.MaxNewAnswersGlobal = intp(1 + int(capArg>>2)%8)
+		}
+		for _, decomp := range []bool{false, true} {
+			launchable, paused := false, false
+			for _, id := range Relaunch(l) {
+				a := *l.Find(id)
+				switch {
+				case StepsExhausted(a, lim):
+				case Paused(l, id, lim, decomp):
+					require.Positive(t, a.AnswerCount, "a first answer was paused")
+					paused = true
+				default:
+					launchable = true
+				}
+			}
+			if paused {
+				require.True(t, launchable || AnyRunning(l), "every agent due for a step is paused and nothing runs")
+			}
+		}
+	})
+}

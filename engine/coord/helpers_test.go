@@ -37,10 +37,11 @@ func (s *sim) step(id string, action Action) *Agent {
 	return a
 }
 
+// answer submits an answer having seen everything recorded so far.
 func (s *sim) answer(id string) *sim {
-	a := s.step(id, ActionNewAnswer)
-	a.LatestAnswerStep = a.LatestStep
-	a.AnswerCount++
+	a := s.agent(id)
+	a.Running = false
+	RecordAnswer(s.l, a, a.LatestStep+1, seenNow(s.l))
 	return s
 }
 

@@ -28,15 +28,20 @@ func (m Mode) Valid() bool {
 
 // NextMode decides the mode of an agent's next coordination step, the one
 // rule shared by the workflow's schedule and step mode. In decomposition
-// mode it is always decomposition. Otherwise an agent that may still answer
-// votes or answers; a capped agent is vote-only, unless there is no answer
-// anywhere to vote for, in which case ok is false: such a step could only
-// fail its enforcement, so the caller waits for an answer instead.
+// mode it is always decomposition (limits there stop the agent: AutoStop).
+// Otherwise an agent under the answer limits votes or answers; an agent at
+// max_new_answers_per_agent or max_new_answers_global is vote-only, unless
+// there is no answer anywhere to vote for, in which case ok is false: such
+// a step could only fail its enforcement, so the caller waits for an
+// answer instead. Fairness is not an answer limit: an agent at the lead cap
+// is paused (Paused) or, when no slower peer can catch up, runs in voting
+// mode and the submission check (CanSubmit) refuses an answer over the cap.
 func NextMode(l Ledger, agent string, decomposition bool, lim Limits) (m Mode, ok bool) {
 	if decomposition {
 		return ModeDecomposition, true
 	}
-	if can, _ := CanAnswer(l, agent, lim); can {
+	i := l.index(agent)
+	if i >= 0 && !l.Agents[i].Failed && answerCapped(l, l.Agents[i], lim) == "" {
 		return ModeVoting, true
 	}
 	if TotalAnswers(l) == 0 {

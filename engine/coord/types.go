@@ -73,6 +73,12 @@ type Agent struct {
 	// Checklist summarises the checklist of the agent's latest gated step
 	// (voting_sensitivity: checklist_gated), nil otherwise.
 	Checklist *Checklist `json:"checklist,omitempty"`
+	// AnswerStreak is decomposition mode's count of the agent's consecutive
+	// answers without news from peers, up to its latest answer (Streak).
+	AnswerStreak int `json:"answer_streak,omitempty"`
+	// AnswerSeen is the seen_steps of the agent's latest answer: what it
+	// had seen of its peers when it submitted it (nil when not recorded).
+	AnswerSeen map[string]int `json:"answer_seen,omitempty"`
 }
 
 // Checklist is what status.json, `conclave status` and the Web UI show of

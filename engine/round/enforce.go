@@ -35,7 +35,7 @@ func candidates(anon map[string]string, known []Answer) []string {
 // Handle processes the model's reply: workspace tools run, a single valid
 // workflow call ends the step, anything else costs an attempt and is
 // answered with a message telling the model what to do.
-func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files agent.Files) (agent.Turn, error) {
+func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, files agent.Files) (agent.Turn, error) {
 	var turn agent.Turn
 	if len(msg.ToolCalls) == 0 {
 		turn.After = []llm.Message{{Role: llm.RoleUser, Content: p.nudge(t)}}
@@ -75,10 +75,27 @@ func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files
 	default:
 		out, reason, wf = p.validate(t, workflow[0], files)
 	}
+	var gateErr error
+	if out != nil && out.Action == coord.ActionNewAnswer && p.in.Mode != coord.ModePresent && p.in.Gate != nil {
+		refusal, err := p.in.Gate.AdmitAnswer(ctx, copySeen(t.State.SeenSteps))
+		switch {
+		case err != nil:
+			// The step fails and is retried; its transcript then shows
+			// this, and the model submits again.
+			out, gateErr = nil, fmt.Errorf("check the answer of %s against the answer limits: %w", p.in.Agent, err)
+			wf = refuse("the answer could not be checked against the answer limits (storage trouble) and was not recorded. Call `new_answer` again.")
+		case refusal != "":
+			out, reason = nil, ReasonAnswerLimit
+			wf = refuse("the answer was not recorded: %s.", refusal)
+		}
+	}
 	for i, c := range msg.ToolCalls {
 		if tools.IsWorkflowTool(c.Name) {
 			turn.Results[i] = wf
 		}
+	}
+	if gateErr != nil {
+		return turn, gateErr
 	}
 	if reason != "" {
 		return turn, p.fail(t, reason)

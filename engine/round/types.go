@@ -43,6 +43,17 @@ type Inbox interface {
 	Unseen(ctx context.Context, seen map[string]int, humanSeen int) (Update, error)
 }
 
+// Gate is the submission check of seed 001: it is asked when a new_answer
+// is about to be accepted (after the engine's own checks), with what the
+// agent has seen, and decides against the answers stored now whether the
+// answer limits and fairness allow it. A non-empty refusal tells the model
+// why and what to do instead; it is returned as a tool error and costs an
+// enforcement attempt. An admitted answer is the one the step records. The
+// engine does not ask it again when it resumes a recorded action.
+type Gate interface {
+	AdmitAnswer(ctx context.Context, seen map[string]int) (refusal string, err error)
+}
+
 // Input is everything one step needs.
 type Input struct {
 	Agent         string   // real id of the running agent
@@ -78,6 +89,9 @@ type Input struct {
 
 	Workspace *tools.Workspace // nil: no workspace tools
 	Inbox     Inbox            // nil: no injection
+	// Gate checks a new answer at submission (nil: no check); the
+	// presentation is never checked.
+	Gate Gate
 
 	// Checklist gates vote, stop and new_answer behind submit_checklist
 	// (voting_sensitivity: checklist_gated); nil leaves the step ungated.

@@ -21,11 +21,15 @@ type OwnerFile struct {
 	InputsHash string `json:"inputs_hash"`
 }
 
-// AnswerFile is answer.json exactly as seed 000 defines it.
+// AnswerFile is answer.json as seed 000 defines it, plus seen_steps: what
+// the agent had seen of every agent's answers when it submitted it, as in
+// vote.json (decomposition mode counts answer streaks from it). Answers
+// stored before it have none.
 type AnswerFile struct {
-	AgentID   string `json:"agent_id"`
-	Answer    string `json:"answer"`
-	Timestamp string `json:"timestamp"`
+	AgentID   string         `json:"agent_id"`
+	Answer    string         `json:"answer"`
+	SeenSteps map[string]int `json:"seen_steps,omitempty"`
+	Timestamp string         `json:"timestamp"`
 }
 
 // VoteFile is vote.json exactly as seed 000 defines it, plus its timestamp.
@@ -59,6 +63,17 @@ type LastAction struct {
 	DurationSeconds float64        `json:"duration_seconds"`
 	Cost            map[string]any `json:"cost"`
 	WorkspacePath   *string        `json:"workspace_path"`
+}
+
+// AnswerSlot is answers/<NNNNNN>.json: the step whose new answer it
+// admitted under max_new_answers_global. The slot counts toward the cap
+// while that step may still store its answer: not once the step ended
+// without one (a vote or stop at that step, or a later step of the agent),
+// nor once its launch marker says it is fenced.
+type AnswerSlot struct {
+	Agent  string `json:"agent"`
+	Step   int    `json:"step"`
+	Launch string `json:"launch,omitempty"`
 }
 
 // InboxMessage is inbox/<NNN>.json: one runtime human input.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -101,6 +102,28 @@ const (
 	FinalWorkspacePrefix = FinalPrefix + workspaceDir + "/"
 	FinalTraceKey        = FinalPrefix + traceFile // the presenter's transcript and checkpoint
 )
+
+// AnswerSlotsPrefix holds the answer slots of a session with a global
+// answer cap: answers/<NNNNNN>.json, each created exclusively by the step
+// whose new answer it admits (AnswerSlot), so two steps submitting at once
+// cannot both take the last answer the cap allows.
+const AnswerSlotsPrefix = "answers/"
+
+// AnswerSlotKey names the n-th answer slot (1-based, creation order).
+func AnswerSlotKey(n int) string { return fmt.Sprintf("%s%06d.json", AnswerSlotsPrefix, n) }
+
+// ParseAnswerSlotKey is the inverse of AnswerSlotKey; other keys are not slots.
+func ParseAnswerSlotKey(key string) (int, bool) {
+	name, ok := strings.CutPrefix(key, AnswerSlotsPrefix)
+	if !ok {
+		return 0, false
+	}
+	name, ok = strings.CutSuffix(name, ".json")
+	if !ok {
+		return 0, false
+	}
+	return parseStepName(name)
+}
 
 // InboxKey names the n-th runtime human input (1-based, arrival order).
 func InboxKey(n int) string { return fmt.Sprintf("%s%03d.json", InboxPrefix, n) }

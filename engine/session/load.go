@@ -19,6 +19,9 @@ type Answer struct {
 	Step     int    `json:"step"`
 	Revision int    `json:"revision"` // 1-based: the M of label agentN.M
 	Text     string `json:"text"`
+	// SeenSteps is what the agent had seen when it submitted the answer
+	// (nil for answers stored without it).
+	SeenSteps map[string]int `json:"seen_steps,omitempty"`
 	// Workspace is the storage key prefix of the delivered workspace, empty
 	// when the answer came without files.
 	Workspace string `json:"workspace,omitempty"`
@@ -138,12 +141,16 @@ func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 	// problems are gathered in agent order, so the result does not depend
 	// on timing.
 	ids := agentOrder(snap.Info, steps)
+	team := coord.Ledger{Agents: make([]coord.Agent, len(ids))}
+	for i, id := range ids {
+		team.Agents[i].ID = id
+	}
 	subs := make([]Snapshot, len(ids))
 	agents := make([]Agent, len(ids))
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		wg.Go(func() { agents[i], errs[i] = subs[i].loadAgent(ctx, st, id, steps[id]) })
+		wg.Go(func() { agents[i], errs[i] = subs[i].loadAgent(ctx, st, team, id, steps[id]) })
 	}
 	wg.Wait()
 	for i := range ids {
@@ -179,7 +186,9 @@ func agentOrder(info *Info, steps map[string]map[int]map[string]bool) []string {
 	return append(ids, extra...)
 }
 
-func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, steps map[int]map[string]bool) (Agent, error) {
+// loadAgent reads one agent's steps; team lists the session's agents, for
+// the answer streaks.
+func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, team coord.Ledger, id string, steps map[int]map[string]bool) (Agent, error) {
 	a := Agent{Agent: coord.Agent{ID: id}}
 	nums := make([]int, 0, len(steps))
 	for n := range steps {
@@ -198,13 +207,12 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, s
 				}
 				continue
 			}
-			ans := Answer{Agent: id, Step: n, Revision: len(a.Answers) + 1, Text: f.Answer, Timestamp: f.Timestamp}
+			ans := Answer{Agent: id, Step: n, Revision: len(a.Answers) + 1, Text: f.Answer, SeenSteps: f.SeenSteps, Timestamp: f.Timestamp}
 			if hasPrefix(files, workspaceDir+"/") {
 				ans.Workspace = WorkspacePrefix(id, n)
 			}
 			a.Answers = append(a.Answers, ans)
-			a.LatestStep, a.LatestAnswerStep, a.AnswerCount = n, n, len(a.Answers)
-			a.LastAction, a.Vote, a.Stop = coord.ActionNewAnswer, nil, nil
+			coord.RecordAnswer(team, &a.Agent, n, f.SeenSteps)
 			a.History = append(a.History, coord.Cast{Step: n, Action: coord.ActionNewAnswer})
 		case files[voteFile]:
 			var f VoteFile

@@ -122,7 +122,7 @@ func Save(ctx context.Context, st storage.Store, out StepOutput) (Saved, error) 
 		}
 		saved.Key, saved.Answer = AnswerKey(out.Agent, step), text
 		last.AnswerText = &text
-		file = AnswerFile{AgentID: out.Agent, Answer: text, Timestamp: ts}
+		file = AnswerFile{AgentID: out.Agent, Answer: text, SeenSteps: nonNil(out.SeenSteps), Timestamp: ts}
 	case coord.ActionVote:
 		saved.Key = VoteKey(out.Agent, step)
 		last.VoteTarget, last.VoteReason = &out.Target, &out.Reason

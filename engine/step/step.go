@@ -37,9 +37,14 @@ type Options struct {
 	// Step is the step number; 0 means the agent's next one (step mode).
 	Step int
 	// Mode forces a step mode; empty chooses with coord.NextMode from the
-	// config and limits.
+	// config and limits (step mode), and in decomposition mode stops the
+	// agent automatically when coord.AutoStop says a limit is reached.
 	Mode  coord.Mode
 	Tally map[string]int
+	// AutoStop, when set, ends the step without a model call in a stop
+	// with status complete and this summary (the workflow's decision,
+	// coord.AutoStop); the stop's seen_steps are the answers it is shown.
+	AutoStop string
 	// Tag identifies this launch. A stored transcript is resumed only when
 	// it was written for the same inputs (see binding), the tag included,
 	// so a relaunch never continues a cancelled attempt.
@@ -162,9 +167,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	in.Prior = prior(o.Store, traceKey, data, stored)
 	in.Logf = func(f string, args ...any) { o.Logf("%s step %d: "+f, append([]any{o.Agent, stepNo}, args...)...) }
 
+	orch := o.Config.Orchestrator
+	decomposition := orch.CoordinationMode == config.ModeDecomposition
+	autoStop := o.AutoStop
+	if autoStop == "" && o.Mode == "" && decomposition {
+		autoStop = coord.AutoStop(snap.Ledger(), o.Agent, orch.Limits())
+	}
+	in.Gate = &answerGate{store: o.Store, team: o.Config.AgentIDs(), agent: o.Agent, step: stepNo, tag: o.Tag,
+		lim: orch.Limits(), decomposition: decomposition}
+
 	started := o.Now()
-	out, err := round.Run(ctx, in)
-	if err != nil {
+	var out *round.Outcome
+	if autoStop != "" {
+		out = autoStopOutcome(in.Answers, autoStop)
+	} else if out, err = round.Run(ctx, in); err != nil {
 		return nil, err
 	}
 	saved, err := session.Save(ctx, o.Store, session.StepOutput{
@@ -177,8 +193,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := saveChecklist(ctx, o.Store, o.Agent, saved.Step, out.Transcript.State.Checklist); err != nil {
-		return nil, err
+	if out.Transcript != nil { // an automatic stop has none
+		if err := saveChecklist(ctx, o.Store, o.Agent, saved.Step, out.Transcript.State.Checklist); err != nil {
+			return nil, err
+		}
 	}
 	res := &Result{Step: saved.Step, Outcome: out, Saved: saved}
 	if out.Action == coord.ActionNewAnswer {
@@ -186,6 +204,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Label = coord.Label(p.anon[o.Agent], self.AnswerCount+1)
 	}
 	return res, nil
+}
+
+// autoStopOutcome is the stop of an agent at a decomposition limit, made
+// without a model call: status complete, the limit as its summary, and
+// seen_steps the answers the step is shown, like any stop.
+func autoStopOutcome(shown []round.Answer, summary string) *round.Outcome {
+	seen := map[string]int{}
+	for _, a := range shown {
+		seen[a.Agent] = a.Step
+	}
+	return &round.Outcome{Action: coord.ActionStop, Summary: summary, StopStatus: "complete", SeenSteps: seen}
 }
 
 // view is the step's input when it is shown visible (see Options.Visible),

@@ -1,0 +1,92 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
+)
+
+// Seed 001, decomposition mode: reaching max_new_answers_per_agent (a
+// streak of answers without news from peers) or max_new_answers_global
+// stops the agent automatically, with status complete and a summary naming
+// the limit, instead of launching it again and again.
+func TestDecompositionLimitsStopAutomatically(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		edit         func(o *config.Orchestrator)
+		answers      int // agent_a's answers
+		autoStopStep int
+		summary      string
+	}{
+		{"per-agent streak", func(o *config.Orchestrator) { o.MaxNewAnswersPerAgent = ptr(2) }, 2, 3,
+			"stopped automatically: max_new_answers_per_agent (2) reached: 2 answers in a row without news from peers"},
+		{"global", func(o *config.Orchestrator) { o.MaxNewAnswersGlobal = ptr(1) }, 1, 2,
+			"stopped automatically: max_new_answers_global (1) reached"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := map[stepKey]scripted{
+				// agent_b is slow and only stops; agent_a would answer on
+				// and on if it were asked.
+				{b, 1}: stop(10*time.Minute, nil),
+				{b, 2}: stop(time.Minute, nil),
+				{a, 7}: stop(time.Minute, nil),
+			}
+			for s := 1; s <= 6; s++ {
+				script[stepKey{a, s}] = answer(time.Minute)
+			}
+			h := newHarness(t, script)
+			cfg := testConfig(a, b)
+			cfg.Orchestrator.CoordinationMode = config.ModeDecomposition
+			cfg.Orchestrator.MaxNewAnswersPerAgent, cfg.Orchestrator.MaxNewAnswersGlobal = nil, nil
+			tc.edit(&cfg.Orchestrator)
+			h.run(input(cfg))
+			res := h.result()
+			require.Equal(t, coord.StatusConsensus, res.Status)
+
+			st := h.lastStatus()
+			require.Equal(t, tc.answers, st.Agents[a].AnswerCount, "agent_a's answers")
+			var auto *launchRec
+			for _, l := range h.launched() {
+				if l.Agent == a && l.AutoStop != "" {
+					auto = &l
+				}
+			}
+			require.NotNil(t, auto, "agent_a was stopped automatically: %v", pairs(h.launched()))
+			require.Equal(t, tc.autoStopStep, auto.Step)
+			require.Equal(t, tc.summary, auto.AutoStop)
+			require.Equal(t, coord.StateStopped, st.Agents[a].State)
+		})
+	}
+}
+
+// Seed 001's pre-start fairness pause: with fairness_lead_cap_answers 1
+// the fast agent is not launched again (and never vote-only) while its
+// slow peer is still working on its first answer; the session still
+// reaches consensus.
+func TestFairnessPausesTheLeader(t *testing.T) {
+	h := newHarness(t, map[stepKey]scripted{
+		{a, 1}: answer(time.Minute),
+		{b, 1}: answer(10 * time.Minute),
+		{a, 2}: vote(b, time.Minute, nil),
+		{b, 2}: vote(b, time.Minute, nil),
+	})
+	cfg := testConfig(a, b)
+	cfg.Orchestrator.FairnessLeadCapAnswers = 1
+	cfg.Orchestrator.MaxNewAnswersPerAgent, cfg.Orchestrator.MaxNewAnswersGlobal = nil, nil
+	h.run(input(cfg))
+	res := h.result()
+	require.Equal(t, coord.StatusConsensus, res.Status)
+	require.Equal(t, b, res.Winner)
+	for _, l := range h.launched() {
+		require.Equal(t, coord.ModeVoting, l.Mode, "%s:%d", l.Agent, l.Step)
+		if l.Agent == a && l.Step == 2 {
+			require.GreaterOrEqual(t, l.At, 10*time.Minute, "agent_a waited for agent_b's first answer")
+			require.Equal(t, 2, len(l.Seen), "agent_a's second step starts with both answers stored")
+		}
+	}
+	require.Equal(t, []string{a + ":1", b + ":1", a + ":2", b + ":2"}, pairs(h.launched()))
+}
