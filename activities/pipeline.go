@@ -2,7 +2,10 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -23,8 +26,8 @@ import (
 // pipelineAgent is the agent id a pipeline step's model is built for.
 const pipelineAgent = "pipeline"
 
-// InitPipeline stores pipeline.json and the project context every step is
-// given, summarised once when it is long. With an owner (every run since
+// InitPipeline stores pipeline.json and the project summary every step is
+// given a rendering of (context.json), made once per run. With an owner (every run since
 // runs have owners) it first creates owner.json exclusively, as
 // InitSession does: a run id that exists already is refused unless it is
 // this owner's, and nothing stored changes.
@@ -50,31 +53,63 @@ func (a *Activities) InitPipeline(ctx context.Context, in contract.InitPipelineI
 	if strings.TrimSpace(in.Definition.Context) == "" {
 		return out, nil
 	}
-	// A retried init reuses the summary it already paid for.
-	if data, err := st.Get(ctx, session.PipelineContextKey); err == nil {
-		out.Context = string(data)
-		return out, nil
-	}
-	var model llm.Model
-	var name string
-	if len(in.Definition.Context) > runner.ContextVerbatimBytes {
-		if in.Definition.Backend == nil {
-			return out, temporal.NewNonRetryableApplicationError("the project context is long and must be summarised, but the pipeline has no default backend to do it", contract.ErrTypeConfig, nil)
-		}
-		if model, err = a.stepModel(in.Definition.Backend); err != nil {
-			return out, err
-		}
-		name = in.Definition.Backend.Model
-	}
-	summary, usage, err := runner.SummarizeContext(ctx, model, name, in.Definition.Context)
+	summary, usage, err := a.projectSummary(ctx, st, in)
 	if err != nil {
-		return out, classify(err)
-	}
-	if err := st.Put(ctx, session.PipelineContextKey, []byte(summary)); err != nil {
 		return out, err
 	}
-	out.Context, out.Usage = summary, coord.Usage(usage)
+	out.Summary, out.Usage = &summary, usage
 	return out, nil
+}
+
+// contextFile is context.json: the project summary of a run and a hash of
+// the document it was made from.
+type contextFile struct {
+	SourceSHA256 string                  `json:"source_sha256"`
+	Summary      pipeline.ProjectSummary `json:"summary"`
+}
+
+// projectSummary makes the run's project summary once: a retried init
+// reuses the run's context.json, a resumed run the one of the run it
+// resumes when the document is the same, so no step ever recomputes it.
+func (a *Activities) projectSummary(ctx context.Context, st storage.Store, in contract.InitPipelineInput) (pipeline.ProjectSummary, coord.Usage, error) {
+	sum := sha256.Sum256([]byte(in.Definition.Context))
+	hash := hex.EncodeToString(sum[:])
+	stored := func(from storage.Store) (pipeline.ProjectSummary, bool) {
+		var f contextFile
+		if session.ReadJSON(ctx, from, session.PipelineContextKey, &f) != nil || f.SourceSHA256 != hash {
+			return pipeline.ProjectSummary{}, false
+		}
+		return f.Summary, true
+	}
+	if s, ok := stored(st); ok {
+		return s, coord.Usage{}, nil
+	}
+	if in.ResumeFrom != "" && contract.ValidSessionID(in.ResumeFrom) {
+		if old, err := a.session(in.ResumeFrom); err == nil {
+			if s, ok := stored(old); ok {
+				return s, coord.Usage{}, session.WriteJSON(ctx, st, session.PipelineContextKey, contextFile{SourceSHA256: hash, Summary: s})
+			}
+		}
+	}
+	var model func() (llm.Model, string, error)
+	if b := in.Definition.Backend; b != nil {
+		model = func() (llm.Model, string, error) {
+			m, err := a.stepModel(b)
+			return m, b.Model, err
+		}
+	}
+	s, usage, err := runner.SummarizeContext(ctx, model, in.Definition.Context)
+	if err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) {
+			return s, coord.Usage{}, err
+		}
+		return s, coord.Usage{}, classify(err)
+	}
+	if err := session.WriteJSON(ctx, st, session.PipelineContextKey, contextFile{SourceSHA256: hash, Summary: s}); err != nil {
+		return s, coord.Usage{}, err
+	}
+	return s, coord.Usage(usage), nil
 }
 
 // PipelineStep runs one step of a pipeline in its own agent, checkpointing

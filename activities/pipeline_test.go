@@ -3,6 +3,8 @@ package activities
 import (
 	"context"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,6 +15,8 @@ import (
 	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/pipeline"
+	"github.com/conclave-ai/conclave/engine/pipeline/runner"
+	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 )
 
@@ -169,4 +173,46 @@ func TestPipelineRunOwnership(t *testing.T) {
 		Definition: contract.PipelineDefinition{Graph: step.Graph, Backend: step.Backend}, Input: "Bananas", Owner: x})
 	require.Equal(t, contract.ErrTypeSessionOwned, appError(t, err).Type())
 	require.ErrorContains(t, err, "without an owner")
+}
+
+// The project summary is made once per run: a document without the keys
+// the extraction reads costs one model call, which a retried init and a
+// run resuming this one reuse (context.json); another document is
+// summarised again.
+func TestInitPipelineSummarisesOncePerRun(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	acts, env, _, st := setup(t, llmtest.Func(func(req llmtest.Request) llmtest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if req.Messages[0].Content == runner.SummaryInstruction {
+			calls++
+		}
+		return llmtest.Reply{Text: "App type: note-sharing web app\nBase URL: unknown\nCredentials: unknown\nStack: Go"}
+	}))
+	doc := strings.Repeat("The team wants a faster way to share notes with each other. ", 40)
+	def := pipelineStepInput()
+	init := func(run, from, doc string) contract.InitPipelineResult {
+		t.Helper()
+		v, err := env.ExecuteActivity(acts.InitPipeline, contract.InitPipelineInput{RunID: run, ResumeFrom: from, Input: "x",
+			Definition: contract.PipelineDefinition{Graph: def.Graph, Backend: def.Backend, Context: doc},
+			Owner:      &contract.Owner{WorkflowID: run, FirstRunID: "first"}})
+		require.NoError(t, err)
+		var res contract.InitPipelineResult
+		require.NoError(t, v.Get(&res))
+		require.NotNil(t, res.Summary)
+		return res
+	}
+	want := pipeline.ProjectSummary{AppType: "note-sharing web app", Stack: "Go"}
+	res := init("run-1", "", doc)
+	require.Equal(t, want, *res.Summary)
+	require.Positive(t, res.Usage.InputTokens)
+	require.Equal(t, 1, calls)
+	require.Equal(t, want, *init("run-1", "", doc).Summary, "a retried init")
+	require.Equal(t, want, *init("run-2", "run-1", doc).Summary, "a resumed run")
+	require.Equal(t, 1, calls, "neither summarised again")
+	_, err := st.Get(context.Background(), "run-2/"+session.PipelineContextKey)
+	require.NoError(t, err, "the resumed run keeps its own copy")
+	init("run-3", "run-1", doc+" It changed.")
+	require.Equal(t, 2, calls, "another document is summarised again")
 }

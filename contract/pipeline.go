@@ -1,6 +1,8 @@
 package contract
 
 import (
+	"encoding/json"
+
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm/chat"
@@ -28,11 +30,18 @@ type InitPipelineInput struct {
 	Owner *Owner `json:"owner,omitempty"`
 }
 
-// InitPipelineResult is the context summary every step gets.
+// InitPipelineResult is where the run is stored and the project summary
+// every step gets a rendering of (ProjectSummary.For).
 type InitPipelineResult struct {
-	Location string      `json:"location"`
-	Context  string      `json:"context,omitempty"`
-	Usage    coord.Usage `json:"usage"`
+	Location string `json:"location"`
+	// Context is the project context as histories recorded before the
+	// summary carry it (its first 4,000 bytes or a model's summary): a
+	// run that has it gives it to every step as it is.
+	Context string `json:"context,omitempty"`
+	// Summary is the project summary (seed 004), extracted once per run
+	// and stored as context.json; nil without a project context.
+	Summary *pipeline.ProjectSummary `json:"summary,omitempty"`
+	Usage   coord.Usage              `json:"usage"`
 }
 
 // PipelineStepInput runs one step. Seq is assigned by the workflow, so a
@@ -49,8 +58,10 @@ type PipelineStepInput struct {
 	Graph   pipeline.Graph  `json:"graph"`
 	Backend *config.Backend `json:"backend,omitempty"`
 	Input   string          `json:"input"`
-	Context string          `json:"context,omitempty"`
-	// Previous is the status of the step that ran before this one.
+	// Context is the project summary as this step is given it.
+	Context string `json:"context,omitempty"`
+	// Previous is the id and pass/fail of the step that ran before this
+	// one, nothing else.
 	Previous *pipeline.Previous `json:"previous,omitempty"`
 	// From is the folder whose workspace/ this step starts from; "" starts
 	// with an empty workspace.
@@ -70,9 +81,10 @@ type PipelineStepResult struct {
 	Summary     string            `json:"summary,omitempty"`
 	Request     *pipeline.Request `json:"request,omitempty"`
 	MessagesKey string            `json:"messages_key,omitempty"`
-	// Evidence are stored paths, relative to the run: the step's evidence
-	// files as they were in its workspace when it ended.
-	Evidence   []string    `json:"evidence,omitempty"`
+	// Evidence are seed 004's evidencePaths: stored paths, relative to the
+	// run, of the step's evidence files as they were in its workspace when
+	// it ended.
+	Evidence   []string    `json:"evidencePaths,omitempty"`
 	Error      string      `json:"error,omitempty"`
 	Usage      coord.Usage `json:"usage"`
 	Turns      int         `json:"turns"`
@@ -124,12 +136,13 @@ type PipelineStepEntry struct {
 	Status     pipeline.Status `json:"status"`
 	DurationMs int64           `json:"duration_ms"`
 	Usage      coord.Usage     `json:"usage"`
-	Evidence   []string        `json:"evidence"`
-	Error      string          `json:"error,omitempty"`
-	Summary    string          `json:"summary,omitempty"`
-	Folder     string          `json:"folder,omitempty"`
-	Session    string          `json:"session,omitempty"`
-	Reused     bool            `json:"reused,omitempty"`
+	// Evidence are seed 004's evidencePaths, relative to the run folder.
+	Evidence []string `json:"evidencePaths"`
+	Error    string   `json:"error,omitempty"`
+	Summary  string   `json:"summary,omitempty"`
+	Folder   string   `json:"folder,omitempty"`
+	Session  string   `json:"session,omitempty"`
+	Reused   bool     `json:"reused,omitempty"`
 }
 
 // AdoptSessionInput stores a coordination step's outcome in its folder:
@@ -141,4 +154,40 @@ type AdoptSessionInput struct {
 	From    string             `json:"from,omitempty"`
 	Session string             `json:"session"`
 	Result  PipelineStepResult `json:"result"`
+}
+
+// UnmarshalJSON also reads "evidence", the name output.json files and
+// histories written before used.
+func (r *PipelineStepResult) UnmarshalJSON(data []byte) error {
+	type plain PipelineStepResult
+	var v struct {
+		plain
+		Legacy []string `json:"evidence"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*r = PipelineStepResult(v.plain)
+	if r.Evidence == nil {
+		r.Evidence = v.Legacy
+	}
+	return nil
+}
+
+// UnmarshalJSON also reads "evidence", the name result.json files and
+// histories written before used.
+func (e *PipelineStepEntry) UnmarshalJSON(data []byte) error {
+	type plain PipelineStepEntry
+	var v struct {
+		plain
+		Legacy []string `json:"evidence"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*e = PipelineStepEntry(v.plain)
+	if e.Evidence == nil {
+		e.Evidence = v.Legacy
+	}
+	return nil
 }

@@ -150,9 +150,12 @@ type pipelineRun struct {
 	state      pipeline.State
 	status     string
 	location   string
-	context    string
-	entries    []contract.PipelineStepEntry
-	usage      coord.Usage
+	// project is the run's project summary; context the project context
+	// of a run recorded before the summary, given to steps as it is.
+	project *pipeline.ProjectSummary
+	context string
+	entries []contract.PipelineStepEntry
+	usage   coord.Usage
 	// last is the latest step; from the latest folder with a workspace.
 	last *contract.PipelineStepResult
 	from string
@@ -168,7 +171,7 @@ func (p *pipelineRun) init(ctx workflow.Context) error {
 		p.initFailed = errors.As(err, &app) && app.Type() == contract.ErrTypeSessionOwned
 		return p.end(ctx, string(pipeline.Error), "init: "+failureMessage(err))
 	}
-	p.location, p.context = res.Location, res.Context
+	p.location, p.context, p.project = res.Location, res.Context, res.Summary
 	if p.ref.Owner != nil {
 		p.ref.Location = res.Location
 	}
@@ -248,7 +251,7 @@ func (p *pipelineRun) advance(r contract.PipelineStepResult) {
 func (p *pipelineRun) runStep(ctx workflow.Context, step pipeline.Step, seq int) (contract.PipelineStepResult, error) {
 	in := contract.PipelineStepInput{
 		RunID: p.runID, SessionRef: p.ref, Seq: seq, Step: step.Name, Title: p.in.Definition.Title, Graph: p.graph,
-		Backend: p.in.Definition.Backend, Input: p.in.Input, Context: p.context, Previous: p.previous(),
+		Backend: p.in.Definition.Backend, Input: p.in.Input, Context: p.contextFor(step), Previous: p.previous(),
 		From: p.from, ResumeKey: p.state.ResumeKey, Resume: p.state.Resume,
 	}
 	var r contract.PipelineStepResult
@@ -257,11 +260,22 @@ func (p *pipelineRun) runStep(ctx workflow.Context, step pipeline.Step, seq int)
 	return r, err
 }
 
+// previous is what a step is told about the step before it: its id and
+// pass/fail, never its summary, error or evidence (seed 004).
 func (p *pipelineRun) previous() *pipeline.Previous {
 	if p.last == nil {
 		return nil
 	}
-	return &pipeline.Previous{Name: p.last.Step, Status: string(p.last.Status), Summary: contract.Preview(p.last.Summary)}
+	return &pipeline.Previous{Name: p.last.Step, Status: pipeline.PassFail(string(p.last.Status))}
+}
+
+// contextFor is the project context as step is given it: the run's
+// project summary with credentials only for a step that logs in.
+func (p *pipelineRun) contextFor(step pipeline.Step) string {
+	if p.project != nil {
+		return p.project.For(step)
+	}
+	return p.context
 }
 
 func (p *pipelineRun) stepOptions(name string, seq int) workflow.ActivityOptions {

@@ -22,7 +22,7 @@ func (p *pipelineRun) coordinate(ctx workflow.Context, step pipeline.Step, seq i
 		StaticSummary: fmt.Sprintf("step %d · %s", seq, step.Name),
 	})
 	in := CoordinationInput{
-		Task:                 pipeline.StepMessage(step, p.context, p.previous(), p.in.Input),
+		Task:                 pipeline.StepMessage(step, p.contextFor(step), p.previous(), p.in.Input),
 		Config:               *step.Team,
 		SessionID:            sessionID,
 		StepHeartbeatSeconds: p.in.StepHeartbeatSeconds,

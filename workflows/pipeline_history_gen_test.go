@@ -29,7 +29,7 @@ func TestGeneratePipelineHistory(t *testing.T) {
 		llmtest.Call("call_step", `{"step":"lint"}`).IfContains("# Step: main"),
 		llmtest.Call("complete_step", `{"status":"fail","error":"two warnings"}`).IfContains("# Step: lint"),
 		llmtest.Call("write_file", `{"path":"out.txt","content":"done"}`).IfContains("# Step: export").Once(),
-		llmtest.Call("complete_step", `{"status":"pass","evidence":["out.txt"]}`).IfContains("# Step: export"),
+		llmtest.Call("complete_step", `{"status":"pass","evidencePaths":["out.txt"]}`).IfContains("# Step: export"),
 	)
 	const queue = "conclave-history"
 	w := worker.New(cl, queue, worker.Options{})

@@ -28,11 +28,11 @@ func Specs(g Graph, step string) []tools.Spec {
 			tools.Spec{Name: ToolCall, Description: "Run another step and come back: this step pauses, keeps its messages, and resumes with the called step's result.",
 				Parameters: schema(map[string]any{"step": target}, "step")})
 	}
-	specs = append(specs, tools.Spec{Name: ToolComplete, Description: "Finish this step: status pass or fail, the paths of files that prove it, and the error when it failed.",
+	specs = append(specs, tools.Spec{Name: ToolComplete, Description: "Finish this step: status pass or fail, evidencePaths (the paths of files that prove it, not their content), and the error when it failed.",
 		Parameters: schema(map[string]any{
-			"status":   map[string]any{"type": "string", "enum": []string{"pass", "fail"}},
-			"evidence": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
-			"error":    map[string]any{"type": "string"},
+			"status":        map[string]any{"type": "string", "enum": []string{"pass", "fail"}},
+			"evidencePaths": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			"error":         map[string]any{"type": "string"},
 		}, "status")})
 	return specs
 }
@@ -69,26 +69,76 @@ func checkDestination(g Graph, tool, from, to string) error {
 	return fmt.Errorf("%s: %q is not a destination of step %q; use one of: %s", tool, to, from, strings.Join(s.Destinations, ", "))
 }
 
-// Completion is what complete_step reports.
+// Completion is what complete_step reports, and what a step agent may
+// answer instead as a JSON object (seed 004's { status, evidencePaths,
+// error }).
 type Completion struct {
 	Status   string   `json:"status"` // pass or fail
-	Evidence []string `json:"evidence,omitempty"`
+	Evidence []string `json:"evidencePaths,omitempty"`
 	Error    string   `json:"error,omitempty"`
+}
+
+// completionArgs also reads "evidence", the name complete_step had before.
+type completionArgs struct {
+	Status   string   `json:"status"`
+	Evidence []string `json:"evidencePaths"`
+	Legacy   []string `json:"evidence"`
+	Error    *string  `json:"error"`
 }
 
 // ParseComplete reads complete_step arguments.
 func ParseComplete(args string) (Completion, error) {
-	var c Completion
-	if err := strict(args, &c); err != nil {
-		return c, fmt.Errorf("%s: %v; call it again with {\"status\": \"pass\"|\"fail\", \"evidence\": [paths], \"error\": \"…\"}", ToolComplete, err)
+	var a completionArgs
+	if err := strict(args, &a); err != nil {
+		return Completion{}, fmt.Errorf("%s: %v; call it again with {\"status\": \"pass\"|\"fail\", \"evidencePaths\": [paths], \"error\": \"…\"}", ToolComplete, err)
+	}
+	return a.completion(ToolComplete)
+}
+
+func (a completionArgs) completion(what string) (Completion, error) {
+	c := Completion{Status: a.Status, Evidence: a.Evidence}
+	if c.Evidence == nil {
+		c.Evidence = a.Legacy
+	}
+	if a.Error != nil {
+		c.Error = *a.Error
 	}
 	if c.Status != "pass" && c.Status != "fail" {
-		return c, fmt.Errorf("%s: status %q must be pass or fail", ToolComplete, c.Status)
+		return c, fmt.Errorf("%s: status %q must be pass or fail", what, c.Status)
 	}
 	if c.Status == "fail" && strings.TrimSpace(c.Error) == "" {
-		return c, fmt.Errorf("%s: a failed step needs an error saying what went wrong", ToolComplete)
+		return c, fmt.Errorf("%s: a failed step needs an error saying what went wrong", what)
 	}
 	return c, nil
+}
+
+// ParseAnswer reads an answer without tool calls that is seed 004's result
+// object, {"status": "pass"|"fail", "evidencePaths": [...], "error": null|"…"},
+// alone or in a ```json fence. ok is false for any other answer (prose),
+// which completes the step as it is; err says what is wrong with an
+// answer that is such an object but not a valid one.
+func ParseAnswer(text string) (c Completion, ok bool, err error) {
+	t := strings.TrimSpace(text)
+	if strings.HasPrefix(t, "```") && strings.HasSuffix(t, "```") && len(t) >= 6 {
+		t = strings.TrimSpace(strings.TrimSuffix(t[3:], "```"))
+		t = strings.TrimSpace(strings.TrimPrefix(t, "json"))
+	}
+	if !strings.HasPrefix(t, "{") || !strings.HasSuffix(t, "}") {
+		return c, false, nil
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal([]byte(t), &probe) != nil {
+		return c, false, nil
+	}
+	if _, ok := probe["status"]; !ok {
+		return c, false, nil
+	}
+	var a completionArgs
+	if err := strict(t, &a); err != nil {
+		return c, true, fmt.Errorf("your answer is not a valid step result: %v; answer with only {\"status\": \"pass\"|\"fail\", \"evidencePaths\": [paths], \"error\": null|\"…\"}", err)
+	}
+	c, err = a.completion("your answer")
+	return c, true, err
 }
 
 func strict(args string, v any) error {

@@ -5,7 +5,7 @@ package session
 const (
 	PipelineDefKey     = "pipeline.json" // the definition and input the run was started with
 	PipelineResultKey  = "result.json"   // seed 004's result, rewritten after every step
-	PipelineContextKey = "context.md"    // the project context every step is given, summarised once
+	PipelineContextKey = "context.json"  // the project summary every step is given, extracted once per run
 )
 
 // StepTraceKey is a pipeline step's transcript and checkpoint in its folder

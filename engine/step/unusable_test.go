@@ -117,7 +117,8 @@ func TestPipelineStepStartsFreshFromAnUnusableCheckpoint(t *testing.T) {
 	const status = `"status":"completed"`
 	cases := append(append([]damage(nil), accidents...),
 		damage{"unknown status", replaceOnce(status, `"status":"exploded"`), `its outcome has status "exploded"`},
-		damage{"evidence outside the workspace", replaceOnce(status, status+`,"evidence":["../../etc/passwd"]`), `its evidence "../../etc/passwd" is not a path inside the workspace`},
+		damage{"evidence outside the workspace", replaceOnce(status, status+`,"evidencePaths":["../../etc/passwd"]`), `its evidence "../../etc/passwd" is not a path inside the workspace`},
+		damage{"evidence under its former name", replaceOnce(status, status+`,"evidence":["../../etc/passwd"]`), `its evidence "../../etc/passwd" is not a path inside the workspace`},
 		damage{"absolute evidence", replaceOnce(status, status+`,"evidence":["/etc/passwd"]`), `its evidence "/etc/passwd"`},
 		damage{"jump to a step it may not reach", replaceOnce(status, status+`,"request":{"kind":"jump","target":"deploy"}`), `to "deploy", which is not a destination of step "build"`},
 		damage{"call without a request", replaceOnce(status, `"status":"call_pending"`), "its outcome call_pending names no call"},

@@ -5,19 +5,21 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/conclave-ai/conclave/engine/pipeline/runner"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 )
 
 // pipelineReply plays a pipeline step: write a short note on what the step
 // asked (when the step may write files), then complete_step with the note
-// as evidence. A request to summarise the project context gets its opening.
+// as evidence. A request to summarise the project context gets its opening
+// as the app type.
 func pipelineReply(r llmtest.Request) (llmtest.Reply, bool) {
-	if len(r.Messages) > 0 && strings.HasPrefix(r.Messages[0].Content, "Summarise project documents") {
+	if len(r.Messages) > 0 && r.Messages[0].Content == runner.SummaryInstruction {
 		words := strings.Fields(r.Last().Content)
-		if len(words) > 120 {
-			words = append(words[:120], "…")
+		if len(words) > 30 {
+			words = append(words[:30], "…")
 		}
-		return llmtest.Reply{Text: "Summary (offline demo model): " + strings.Join(words, " ")}, true
+		return llmtest.Reply{Text: "App type: " + strings.Join(words, " ") + " (offline demo model)\nBase URL: unknown\nCredentials: unknown\nStack: unknown"}, true
 	}
 	if !r.HasTool("complete_step") {
 		return llmtest.Reply{}, false
@@ -31,7 +33,7 @@ func pipelineReply(r llmtest.Request) (llmtest.Reply, bool) {
 	args := map[string]any{"status": "pass"}
 	text := fmt.Sprintf("Step %s done.", step)
 	if r.HasTool("write_file") {
-		args["evidence"] = []string{note}
+		args["evidencePaths"] = []string{note}
 		text = fmt.Sprintf("Step %s done; notes in %s.", step, note)
 	}
 	data, _ := json.Marshal(args)

@@ -99,10 +99,10 @@ func (a *Agent) Rule() llmtest.Rule {
 		}
 		if a.failing(step) {
 			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c-" + step, Name: "complete_step",
-				Arguments: `{"status":"fail","evidence":["` + step + `.md"],"error":"` + step + `: the check failed"}`}}}
+				Arguments: `{"status":"fail","evidencePaths":["` + step + `.md"],"error":"` + step + `: the check failed"}`}}}
 		}
 		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c-" + step, Name: "complete_step",
-			Arguments: `{"status":"pass","evidence":["` + step + `.md"]}`}}}
+			Arguments: `{"status":"pass","evidencePaths":["` + step + `.md"]}`}}}
 	}).Named("pipeline agent")
 }
 

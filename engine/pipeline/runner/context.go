@@ -11,20 +11,14 @@ import (
 )
 
 // FirstMessages are a fresh step's isolated context (seed 004): what the
-// step must do, a summary of the project context, the previous step's
-// status and the run's input — nothing of earlier steps' conversations.
-// The project context, the previous step's summary (model output) and the
-// run's input are untrusted and go through agent.Quote.
+// step must do, the summary of the project context, the previous step's id
+// and pass/fail, and the run's input — nothing of earlier steps'
+// conversations, results or evidence. The project context and the run's
+// input are untrusted and go through agent.Quote.
 func FirstMessages(in Input, step pipeline.Step) []llm.Message {
-	prev := in.Previous
-	if prev != nil {
-		quoted := *prev
-		quoted.Summary = agent.Quote(prev.Summary)
-		prev = &quoted
-	}
 	return []llm.Message{
 		{Role: llm.RoleSystem, Content: systemMessage(in, step)},
-		{Role: llm.RoleUser, Content: pipeline.StepMessage(step, agent.Quote(in.Context), prev, agent.Quote(in.Task))},
+		{Role: llm.RoleUser, Content: pipeline.StepMessage(step, agent.Quote(in.Context), in.Previous, agent.Quote(in.Task))},
 	}
 }
 
@@ -41,34 +35,51 @@ func systemMessage(in Input, step pipeline.Step) string {
 	if len(step.Destinations) > 0 {
 		fmt.Fprintf(&b, "You may hand over to another step with jump_to_step, or run one and come back with call_step: %s. ", strings.Join(step.Destinations, ", "))
 	}
-	b.WriteString("When the step is done, call complete_step with status pass or fail, the paths of files that prove it, " +
-		"and the error when it failed; or answer without a tool call, and your answer is the step's result. Keep the result short.")
+	b.WriteString("When the step is done, call complete_step with status pass or fail, evidencePaths (the paths of files that prove it, not their content) " +
+		"and the error when it failed; or answer with only the JSON object {\"status\": \"pass\"|\"fail\", \"evidencePaths\": [paths], \"error\": null|\"message\"}. " +
+		"An answer without a tool call that is not that object passes the step and is its result. Keep the result short.")
 	return b.String()
 }
 
-// ContextVerbatimBytes is the size up to which the project context goes to
-// every step as it is; a longer one is summarised once per run.
-const ContextVerbatimBytes = 4000
-
-// SummarizeContext returns the project context every step is given: the
-// text itself when short, else the model's summary of it (one call, made
-// once per run so every step sees the same summary).
-func SummarizeContext(ctx context.Context, model llm.Model, modelName, text string) (string, llm.Usage, error) {
-	text = strings.TrimSpace(text)
-	if len(text) <= ContextVerbatimBytes {
-		return text, llm.Usage{}, nil
+// SummarizeContext is the project summary of a run (seed 004's PRD
+// summary), made once by InitPipeline: pipeline.SummarizeProject's
+// extraction, and — only when the document names neither an app type nor
+// a stack and is longer than the overview keeps, and a model is given —
+// one model call that writes those keys, read by the same extraction. The
+// summary is bounded whatever the model answers. model is asked for the
+// model only when it is called; nil means there is none.
+func SummarizeContext(ctx context.Context, model func() (llm.Model, string, error), text string) (pipeline.ProjectSummary, llm.Usage, error) {
+	s := pipeline.SummarizeProject(text)
+	if s.AppType != "" || s.Stack != "" || len(strings.TrimSpace(text)) <= pipeline.MaxProjectOverviewBytes || model == nil {
+		return s, llm.Usage{}, nil
 	}
-	resp, err := model.Complete(ctx, llm.Request{Model: modelName, Messages: []llm.Message{
-		{Role: llm.RoleSystem, Content: "Summarise project documents for engineers who will each do one step of the project. " +
-			"Keep every requirement, name, number and constraint; drop repetition and prose. At most 400 words."},
+	chat, modelName, err := model()
+	if err != nil {
+		return s, llm.Usage{}, err
+	}
+	resp, err := chat.Complete(ctx, llm.Request{Model: modelName, Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: SummaryInstruction},
 		{Role: llm.RoleUser, Content: text},
 	}})
 	if err != nil {
-		return "", llm.Usage{}, fmt.Errorf("summarise the project context: %w", err)
+		return s, llm.Usage{}, fmt.Errorf("summarise the project context: %w", err)
 	}
-	summary := strings.TrimSpace(resp.Message.Content)
-	if summary == "" {
-		return "", resp.Usage, fmt.Errorf("summarise the project context: the model returned an empty summary")
+	m := pipeline.SummarizeProject(resp.Message.Content)
+	if m.AppType == "" && m.Stack == "" {
+		return s, resp.Usage, nil // the extraction's overview is as good
 	}
-	return summary, resp.Usage, nil
+	m.Project, m.Overview = s.Project, ""
+	if m.BaseURL == "" {
+		m.BaseURL = s.BaseURL
+	}
+	if m.Credentials == "" {
+		m.Credentials = s.Credentials
+	}
+	return m, resp.Usage, nil
 }
+
+// SummaryInstruction is the system message of the one summarising call.
+const SummaryInstruction = "Summarise a project document for engineers and testers who will each do one step of the project. " +
+	"Answer with exactly these four lines, each at most 40 words, \"unknown\" when the document does not say:\n" +
+	"App type: <what kind of application it is>\nBase URL: <the URL the application runs at>\n" +
+	"Credentials: <test accounts, usernames and passwords the document gives>\nStack: <languages, frameworks, services>"

@@ -9,6 +9,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -75,15 +76,33 @@ type State struct {
 	UnknownTools int `json:"unknown_tools,omitempty"`
 }
 
-// Outcome is how the step ended.
+// Outcome is how the step ended. Evidence is seed 004's evidencePaths.
 type Outcome struct {
 	Status   pipeline.Status   `json:"status"`
 	Summary  string            `json:"summary,omitempty"`
 	Request  *pipeline.Request `json:"request,omitempty"`
-	Evidence []string          `json:"evidence,omitempty"`
+	Evidence []string          `json:"evidencePaths,omitempty"`
 	Error    string            `json:"error,omitempty"`
 	Usage    llm.Usage         `json:"usage"`
 	Turns    int               `json:"turns"`
+}
+
+// UnmarshalJSON also reads "evidence", the name checkpoints written before
+// used, so a retried step resumes them with their evidence.
+func (o *Outcome) UnmarshalJSON(data []byte) error {
+	type plain Outcome
+	var v struct {
+		plain
+		Legacy []string `json:"evidence"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*o = Outcome(v.plain)
+	if o.Evidence == nil {
+		o.Evidence = v.Legacy
+	}
+	return nil
 }
 
 // Run runs the step until it completes, fails, asks for a jump or a call,
@@ -222,12 +241,28 @@ func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files
 	if unknown != "" {
 		t.State.UnknownTools++
 	}
+	if len(msg.ToolCalls) == 0 && t.State.Pending == nil {
+		// Seed 004's answer: only the result object, read as complete_step.
+		c, ok, err := pipeline.ParseAnswer(msg.Content)
+		if ok && err == nil {
+			err = p.checkEvidence(c.Evidence)
+		}
+		if ok && err != nil {
+			turn.After = append(turn.After, llm.Message{Role: llm.RoleUser, Content: err.Error() +
+				" Answer again with a valid result, or call " + pipeline.ToolComplete + "."})
+			return turn, nil
+		}
+		if ok {
+			done = &c
+			msg.Content = ""
+		}
+	}
 	var out *Outcome
 	switch {
 	case unknown != "" && t.State.UnknownTools >= MaxUnknownToolReplies && done == nil && t.State.Pending == nil:
 		out = &Outcome{Status: pipeline.Failed, Error: fmt.Sprintf("step %q called tools it does not offer (last %q) in %d replies", p.step.Name, unknown, t.State.UnknownTools)}
 		out.Summary = "failed: " + out.Error
-	case len(msg.ToolCalls) == 0 && t.State.Pending == nil:
+	case len(msg.ToolCalls) == 0 && t.State.Pending == nil && done == nil:
 		out = &Outcome{Status: pipeline.Completed, Summary: strings.TrimSpace(msg.Content)}
 	case done != nil && done.Status == "fail":
 		t.State.Pending = nil
@@ -306,7 +341,7 @@ func (p *policy) checkEvidence(paths []string) error {
 	for _, e := range paths {
 		clean := path.Clean(e)
 		if !insideWorkspace(e) {
-			return fmt.Errorf("%s: evidence %q must be a path inside the workspace", pipeline.ToolComplete, e)
+			return fmt.Errorf("%s: evidencePaths %q must be a path inside the workspace", pipeline.ToolComplete, e)
 		}
 		root, err := os.OpenRoot(p.in.Workspace)
 		if err != nil {
@@ -315,7 +350,7 @@ func (p *policy) checkEvidence(paths []string) error {
 		fi, err := root.Stat(clean)
 		root.Close()
 		if err != nil || !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s: evidence %q is not a file in the workspace; write it first or leave it out", pipeline.ToolComplete, e)
+			return fmt.Errorf("%s: evidencePaths %q is not a file in the workspace; write it first or leave it out", pipeline.ToolComplete, e)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -56,16 +57,16 @@ func TestJumpEndsTheStep(t *testing.T) {
 
 func TestCompleteStepNeedsRealEvidence(t *testing.T) {
 	srv := llmtest.Start(t,
-		llmtest.Call("complete_step", `{"status":"pass","evidence":["report.txt"]}`).Once(),
+		llmtest.Call("complete_step", `{"status":"pass","evidencePaths":["report.txt"]}`).Once(),
 		llmtest.Call("write_file", `{"path":"report.txt","content":"ok"}`).Once(),
-		llmtest.Call("complete_step", `{"status":"pass","evidence":["report.txt"]}`),
+		llmtest.Call("complete_step", `{"status":"pass","evidencePaths":["report.txt"]}`),
 	)
 	in := input(t, srv, "main")
 	out, _, err := Run(context.Background(), in)
 	require.NoError(t, err)
 	require.Equal(t, pipeline.Completed, out.Status)
 	require.Equal(t, []string{"report.txt"}, out.Evidence)
-	require.Contains(t, srv.Requests()[1].Last().Content, `evidence "report.txt" is not a file in the workspace`)
+	require.Contains(t, srv.Requests()[1].Last().Content, `evidencePaths "report.txt" is not a file in the workspace`)
 	require.Equal(t, 3, srv.Count())
 }
 
@@ -92,7 +93,7 @@ func TestResumeRepeatsNoCompletedCall(t *testing.T) {
 	srv := llmtest.Start(t,
 		llmtest.Call("write_file", `{"path":"a.txt","content":"A"}`).Once(),
 		llmtest.Fail(400, "bad request").Once(),
-		llmtest.Call("complete_step", `{"status":"pass","evidence":["a.txt"]}`),
+		llmtest.Call("complete_step", `{"status":"pass","evidencePaths":["a.txt"]}`),
 	)
 	in := input(t, srv, "main")
 	var saved *Transcript
@@ -128,4 +129,58 @@ func TestUnknownToolsFailTheStep(t *testing.T) {
 	require.Equal(t, pipeline.Failed, out.Status)
 	require.Contains(t, out.Error, `"run_shell"`)
 	require.Equal(t, MaxUnknownToolReplies, srv.Count())
+}
+
+// Seed 004's step agent answers with only { status, evidencePaths, error }:
+// that answer is the step's result, as complete_step's arguments are; an
+// invalid one is sent back to the model.
+func TestJSONAnswerIsTheStepResult(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		rules    []llmtest.Rule
+		status   pipeline.Status
+		evidence []string
+		err      string
+		calls    int
+	}{
+		{"fail", []llmtest.Rule{llmtest.Text(`{"status": "fail", "evidencePaths": [], "error": "the login button does nothing"}`)},
+			pipeline.Failed, nil, "the login button does nothing", 1},
+		{"pass in a fence", []llmtest.Rule{
+			llmtest.Call("write_file", `{"path":"shot.png","content":"png"}`).Once(),
+			llmtest.Text("```json\n{\"status\":\"pass\",\"evidencePaths\":[\"shot.png\"],\"error\":null}\n```"),
+		}, pipeline.Completed, []string{"shot.png"}, "", 2},
+		{"evidence that is not a file", []llmtest.Rule{
+			llmtest.Text(`{"status":"pass","evidencePaths":["missing.png"]}`).Once(),
+			llmtest.Text(`{"status":"pass","evidencePaths":[]}`),
+		}, pipeline.Completed, nil, "", 2},
+		{"fail without an error", []llmtest.Rule{
+			llmtest.Text(`{"status":"fail"}`).Once(),
+			llmtest.Text(`{"status":"fail","error":"no title"}`),
+		}, pipeline.Failed, nil, "no title", 2},
+		{"prose passes", []llmtest.Rule{llmtest.Text("All done: {not a result}")}, pipeline.Completed, nil, "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.Start(t, tc.rules...)
+			out, _, err := Run(context.Background(), input(t, srv, "main"))
+			require.NoError(t, err)
+			require.Equal(t, tc.status, out.Status)
+			require.ElementsMatch(t, tc.evidence, out.Evidence)
+			require.Equal(t, tc.err, out.Error)
+			require.Equal(t, tc.calls, srv.Count())
+			if tc.calls == 2 && tc.evidence == nil {
+				require.Contains(t, srv.Requests()[1].Last().Content, "Answer again with a valid result")
+			}
+		})
+	}
+}
+
+// A checkpoint written before the step result used seed 004's names
+// records "evidence"; it is resumed with its evidence.
+func TestOutcomeReadsItsFormerEvidenceName(t *testing.T) {
+	var o Outcome
+	require.NoError(t, json.Unmarshal([]byte(`{"status":"completed","evidence":["a.txt"]}`), &o))
+	require.Equal(t, []string{"a.txt"}, o.Evidence)
+	data, err := json.Marshal(o)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"evidencePaths":["a.txt"]`)
 }

@@ -37,18 +37,21 @@ func scenario(t testing.TB, promptBytes, fileBytes int) (*pipeline.Definition, *
 	return def, srv, m
 }
 
+// runIsolated runs the steps as a pipeline run does: each with the
+// project summary rendered for it and the previous step's id and pass/fail.
 func runIsolated(t testing.TB, def *pipeline.Definition, m llm.Model) tokenRun {
 	var r tokenRun
 	var prev *pipeline.Previous
+	summary := pipeline.SummarizeProject(def.Context)
 	for _, s := range def.Graph.Steps {
 		out, _, err := Run(context.Background(), Input{Graph: def.Graph, Step: s.Name, Title: def.Title, Task: "Build the service",
-			Context: def.Context, Previous: prev, Workspace: t.TempDir(), Model: m})
+			Context: summary.For(s), Previous: prev, Workspace: t.TempDir(), Model: m})
 		require.NoError(t, err)
 		require.Equal(t, pipeline.Completed, out.Status, s.Name)
 		r.prompt += out.Usage.InputTokens
 		r.completion += out.Usage.OutputTokens
 		r.calls += out.Turns
-		prev = &pipeline.Previous{Name: s.Name, Status: string(out.Status), Summary: out.Summary}
+		prev = &pipeline.Previous{Name: s.Name, Status: string(out.Status)}
 	}
 	return r
 }
@@ -57,11 +60,13 @@ func runConversation(t testing.TB, def *pipeline.Definition, m llm.Model) tokenR
 	var r tokenRun
 	var msgs []llm.Message
 	ws := t.TempDir()
+	summary := pipeline.SummarizeProject(def.Context)
 	for i, s := range def.Graph.Steps {
 		if i == 0 {
-			msgs = FirstMessages(Input{Title: def.Title, Task: "Build the service", Context: def.Context}, s)
+			msgs = FirstMessages(Input{Title: def.Title, Task: "Build the service", Context: summary.For(s)}, s)
 		} else {
-			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: pipeline.StepMessage(s, "", nil, "")})
+			prev := &pipeline.Previous{Name: def.Graph.Steps[i-1].Name, Status: string(pipeline.Completed)}
+			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: pipeline.StepMessage(s, "", prev, "")})
 		}
 		out, tr, err := Run(context.Background(), Input{Graph: def.Graph, Step: s.Name, Title: def.Title,
 			Workspace: ws, Model: m, Resume: msgs})
