@@ -27,6 +27,7 @@ const (
 	stopFile       = "stop.json"
 	traceFile      = "trace.jsonl"
 	lastActionFile = "last_action.json"
+	launchFile     = "launch.json"
 	workspaceDir   = "workspace"
 )
 
