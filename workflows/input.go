@@ -124,6 +124,11 @@ type CarriedState struct {
 	// Runs counts the runs before this one.
 	Runs      int    `json:"runs"`
 	LastError string `json:"last_error,omitempty"`
+
+	// TakenSteps maps an agent to the highest step number a launch of it
+	// gave up (fenced off, or held by another launch): its next step comes
+	// after it, since that folder is closed (fencedStepsChange).
+	TakenSteps map[string]int `json:"taken_steps,omitempty"`
 }
 
 // CoordinationResult is the outcome of a session that produced an answer.
