@@ -90,7 +90,7 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 	res, err := step.Run(ctx, step.Options{
 		Store: st, Config: cfg, Agent: agent.ID, Task: inputs.Task, EvalCriteria: inputs.Criteria,
 		Step: in.Step, Mode: mode, Tally: in.Tally, AutoStop: in.AutoStop, Tag: strconv.Itoa(in.Launch), Owner: ownerName(in.Owner), Model: model,
-		Evaluation:   in.Evaluation,
+		Evaluation: in.Evaluation, Visible: in.Visible, Exclusive: in.Fenced,
 		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
 		OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now,
 	})
@@ -117,6 +117,23 @@ func checklistSummary(out *round.Outcome) *coord.Checklist {
 		c.Verdict, c.Best = s.Last.Verdict, s.Last.Best
 	}
 	return c
+}
+
+// FenceStep closes an agent step's folder to one launch before the
+// workflow abandons it (session.Fence), or reports that the launch has
+// committed already and must be let finish.
+func (a *Activities) FenceStep(ctx context.Context, in contract.FenceStepInput) (contract.FenceStepResult, error) {
+	st, _, err := a.owned(ctx, in.SessionID, in.SessionRef)
+	if err != nil {
+		return contract.FenceStepResult{}, err
+	}
+	if err := session.CheckAgentID(in.Agent); err != nil || in.Step <= 0 || in.Launch <= 0 {
+		return contract.FenceStepResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("cannot fence agent %q step %d launch %d: the agent id must be valid and the step and launch positive", in.Agent, in.Step, in.Launch),
+			contract.ErrTypeConfig, err)
+	}
+	committed, err := session.Fence(ctx, st, in.Agent, in.Step, strconv.Itoa(in.Launch), in.Reason, a.now())
+	return contract.FenceStepResult{Committed: committed}, err
 }
 
 // Present writes the final answer under final/.
@@ -217,6 +234,9 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &enf) || errors.As(err, &turns):
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeEnforcement, err)
+	case errors.Is(err, session.ErrSuperseded):
+		// Nothing was written; the workflow has moved on from this launch.
+		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeSuperseded, err)
 	case errors.Is(err, step.ErrBadInput):
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
 	case errors.As(err, &me) && !me.Retryable:

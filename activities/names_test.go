@@ -14,7 +14,7 @@ func TestContractNamesAreActivities(t *testing.T) {
 	for _, name := range []string{
 		contract.NameInitSession, contract.NameAgentStep, contract.NamePresent, contract.NameWriteStatus,
 		contract.NameWriteInbox, contract.NameSearchAttrsSet, contract.NameInitPipeline, contract.NamePipelineStep,
-		contract.NamePipelineReuse, contract.NameWritePipelineResult, contract.NameAdoptSession, contract.NameRoundEvaluator,
+		contract.NamePipelineReuse, contract.NameWritePipelineResult, contract.NameAdoptSession, contract.NameRoundEvaluator, contract.NameFenceStep,
 	} {
 		if _, ok := typ.MethodByName(name); !ok {
 			t.Errorf("contract names activity %q, but Activities has no such method", name)

@@ -37,6 +37,7 @@ const (
 	NameWriteStatus    = "WriteStatus"
 	NameWriteInbox     = "WriteInbox"
 	NameSearchAttrsSet = "SearchAttributesAvailable"
+	NameFenceStep      = "FenceStep"
 
 	NameInitPipeline        = "InitPipeline"
 	NamePipelineStep        = "PipelineStep"
@@ -76,6 +77,11 @@ const (
 	// (workers on one task queue configured with different storage). It is
 	// retried, so a worker with the session's storage takes the attempt.
 	ErrTypeWrongStorage = "WrongStorage"
+
+	// ErrTypeSuperseded: an agent step found its folder fenced off by the
+	// workflow, or held by another launch of the same step number; it
+	// wrote nothing but its checkpoint. Returned as non-retryable.
+	ErrTypeSuperseded = "StepSuperseded"
 
 	// ErrTypeInvalidInput: a workflow's input cannot run; the message names
 	// every problem.

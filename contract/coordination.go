@@ -83,6 +83,18 @@ type AgentStepInput struct {
 	// with status complete and this summary, which names the limit
 	// reached (coord.AutoStop: decomposition mode's answer limits).
 	AutoStop string `json:"auto_stop,omitempty"`
+	// Visible is what the step is shown, decided by the workflow when it
+	// launches the step: agent → step of the latest answer shown (its
+	// latest stored at or before that step). An empty map shows nothing
+	// (first-answer protection); absent (histories recorded before the
+	// workflow decided) shows what storage holds when the step starts.
+	Visible map[string]int `json:"visible,omitzero"`
+	// Fenced says the step commits to its folder through launch.json
+	// before it writes anything but its checkpoint, so that once the
+	// workflow fences the launch (FenceStep) it can never write there: it
+	// fails with ErrTypeSuperseded instead. Absent in histories recorded
+	// before steps were fenced.
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 // AgentStepResult is the step's action, small enough for history.
@@ -101,6 +113,30 @@ type AgentStepResult struct {
 	Usage         coord.Usage    `json:"usage"`
 	// Checklist summarises a gated step's checklist (checklist.json).
 	Checklist *coord.Checklist `json:"checklist,omitempty"`
+}
+
+// FenceStepInput asks to fence off one launch of an agent step before the
+// workflow abandons it (update_mode restart, the orchestrator timeout,
+// cancellation): agents/<agent>/<NNN>/launch.json is created as a fence,
+// unless the launch has committed to the folder already.
+type FenceStepInput struct {
+	SessionID string `json:"session_id"`
+	SessionRef
+	Agent  string `json:"agent"`
+	Step   int    `json:"step"`
+	Launch int    `json:"launch"`
+	// Reason is recorded in the fence: restart, timeout or cancelled.
+	Reason string `json:"reason"`
+}
+
+// FenceStepResult tells whether the launch may still write its folder.
+type FenceStepResult struct {
+	// Committed: the launch had committed before the fence, so it writes
+	// its action and the workflow records its result as usual. Otherwise
+	// the launch can never write its folder (it is fenced, now or before,
+	// or another launch holds it): the workflow cancels it, ignores its
+	// result and relaunches the agent with the next step number.
+	Committed bool `json:"committed"`
 }
 
 // PresentInput asks for the final answer.

@@ -45,6 +45,20 @@ const ownedSessionChange = "owned-session-inputs-by-reference"
 // (planLaunches). Runs recorded before replay without them.
 const limitsChange = "limits-autostop-fairness-pause"
 
+// visibleAnswersChange is the workflow.GetVersion change id of steps whose
+// visible answers the workflow decides at launch (AgentStepInput.Visible,
+// visibleAnswers). Runs recorded before let the activity show what storage
+// held when it started.
+const visibleAnswersChange = "launch-visible-answers"
+
+// fencedStepsChange is the workflow.GetVersion change id of fenced steps:
+// every step commits to its folder through launch.json, the workflow fences
+// a step off (FenceStep) before it abandons it — update_mode restart, the
+// orchestrator timeout, cancellation — and relaunches the agent with the
+// next step number, and a step that committed is let finish. Runs recorded
+// before cancelled at once and relaunched with the same number.
+const fencedStepsChange = "fenced-step-writes"
+
 // Registry is the part of a Temporal worker (or test environment) that
 // Register needs.
 type Registry interface {
@@ -85,8 +99,11 @@ type coordination struct {
 	// inputs by reference (ownedSessionChange); initFailed: it could not.
 	owned, initFailed bool
 	// paced: this run applies the pre-start gates of limitsChange.
-	paced   bool
-	statusW *statusWriter // nil on runs recorded before it existed
+	paced bool
+	// fixedView: the workflow decides each step's visible answers
+	// (visibleAnswersChange); fenced: steps are fenced (fencedStepsChange).
+	fixedView, fenced bool
+	statusW           *statusWriter // nil on runs recorded before it existed
 	// Search attribute values last upserted.
 	saPhase, saWinner string
 }
@@ -134,6 +151,8 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 	}
 	w.decideNoVote(ctx)
 	w.paced = workflow.GetVersion(ctx, limitsChange, workflow.DefaultVersion, 1) == 1
+	w.fixedView = workflow.GetVersion(ctx, visibleAnswersChange, workflow.DefaultVersion, 1) == 1
+	w.fenced = workflow.GetVersion(ctx, fencedStepsChange, workflow.DefaultVersion, 1) == 1
 	if err := w.begin(ctx); err != nil {
 		return CoordinationResult{}, err
 	}

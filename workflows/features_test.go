@@ -13,66 +13,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/conclave-ai/conclave/contract"
-	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 )
-
-// update_mode restart: a new answer cancels the running step of an agent
-// that already answered and relaunches it (same step, new Launch); an agent
-// still working on its first answer is protected.
-func TestRestartMode(t *testing.T) {
-	seen := map[string]int{a: 1, b: 1}
-	h := newHarness(t, map[stepKey]scripted{
-		{a, 1}: answer(time.Minute), {b, 1}: answer(5 * time.Minute),
-		{a, 2}: vote(b, 10*time.Minute, seen), {b, 2}: vote(b, time.Minute, seen),
-	})
-	cfg := testConfig(a, b)
-	cfg.Orchestrator.UpdateMode = config.UpdateRestart
-	h.run(input(cfg))
-
-	r := h.result()
-	require.Equal(t, coord.StatusConsensus, r.Status)
-	require.Equal(t, b, r.Winner)
-	ls := h.launched()
-	require.Equal(t, []string{"agent_a:1", "agent_b:1", "agent_a:2", "agent_a:2", "agent_b:2"}, pairs(ls))
-	// b's first answer was not interrupted by a's answer at 1m.
-	require.Equal(t, 1, h.calls[stepKey{b, 1}])
-	// a's step 2 ran from 1m, was cancelled by b's answer at 5m and relaunched
-	// with a new Launch.
-	require.Equal(t, time.Minute, ls[2].At)
-	require.Equal(t, 5*time.Minute, ls[3].At)
-	require.Equal(t, 3, ls[2].Launch)
-	require.Equal(t, 4, ls[3].Launch)
-	require.Equal(t, 15*time.Minute, h.env.Now().Sub(h.start))
-	// The cancelled step's result was ignored: 4 steps and the presentation.
-	require.Equal(t, int64(4*10+100), r.Usage.InputTokens)
-	require.Equal(t, 2, h.lastStatus().Agents[a].LatestStep)
-}
-
-// One new answer restarts every peer that is mid-step, not just the first:
-// two voters running when the third agent answers are both relaunched.
-func TestRestartModeRestartsEveryRunningPeer(t *testing.T) {
-	seen := map[string]int{a: 1, b: 1, c: 1}
-	h := newHarness(t, map[stepKey]scripted{
-		{a, 1}: answer(time.Minute), {b, 1}: answer(2 * time.Minute), {c, 1}: answer(5 * time.Minute),
-		{a, 2}: vote(c, 10*time.Minute, seen), {b, 2}: vote(c, 10*time.Minute, seen), {c, 2}: vote(c, time.Minute, seen),
-	})
-	cfg := testConfig(a, b, c)
-	cfg.Orchestrator.UpdateMode = config.UpdateRestart
-	h.run(input(cfg))
-
-	r := h.result()
-	require.Equal(t, coord.StatusConsensus, r.Status)
-	require.Equal(t, c, r.Winner)
-	count := map[string]int{}
-	for _, p := range pairs(h.launched()) {
-		count[p]++
-	}
-	// a:2 ran from 1m, restarted by b's answer at 2m and by c's at 5m;
-	// b:2 ran from 2m, restarted by c's answer.
-	require.Equal(t, map[string]int{"agent_a:1": 1, "agent_b:1": 1, "agent_c:1": 1,
-		"agent_a:2": 3, "agent_b:2": 2, "agent_c:2": 1}, count)
-}
 
 // The human_input update: the validator rejects empty and oversized text;
 // an accepted input is stored through WriteInbox with the next seq.

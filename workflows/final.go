@@ -20,6 +20,9 @@ import (
 func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error) {
 	strategy := string(w.presentStrategy())
 	decomposition := w.orch.CoordinationMode == config.ModeDecomposition
+	if w.fenced {
+		w.stopAll(ctx, "decided") // a verdict waits for running steps: normally none
+	}
 	w.setPhase(ctx, coord.PhasePresenting)
 	pr, err := w.runPresent(ctx, w.verdict.Winner, strategy)
 	if err != nil && ctx.Err() == nil && !decomposition && strategy != string(config.FinalWinnerReuse) {
@@ -42,10 +45,11 @@ func (w *coordination) present(ctx workflow.Context) (CoordinationResult, error)
 }
 
 // finishTimeout ends a session whose orchestrator timeout fired: running
-// steps are cancelled, the timeout winner's stored answer is the final one
+// steps are cancelled (with fenced steps: fenced off, or let finish and
+// recorded when they had committed), the timeout winner's stored answer is the final one
 // (no model call). Without any answer the session fails.
 func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, error) {
-	w.stopAll()
+	w.stopAll(ctx, "timeout")
 	winner, how, err := coord.TimeoutWinner(w.state.Ledger, w.state.AnswerOrder)
 	if err != nil {
 		w.verdict.Reason = err.Error()
@@ -67,15 +71,15 @@ func (w *coordination) finishTimeout(ctx workflow.Context) (CoordinationResult, 
 	return w.result(pr), w.awaitHandlers(ctx)
 }
 
-// finishCancelled stops running steps and records the cancelled phase with
+// finishCancelled stops running steps (as stopAll does on a timeout) and records the cancelled phase with
 // a disconnected context (the workflow's own is cancelled). Nothing is
 // deleted: every stored answer stays. It returns the cancellation error so
 // Temporal marks the workflow cancelled.
 func (w *coordination) finishCancelled(ctx workflow.Context) error {
-	w.stopAll()
-	w.verdict.Status = coord.StatusCancelled
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
+	w.stopAll(dctx, "cancelled")
+	w.verdict.Status = coord.StatusCancelled
 	w.setPhase(dctx, coord.PhaseCancelled)
 	return ctx.Err()
 }

@@ -45,6 +45,9 @@ type scripted struct {
 	seen  map[string]int
 	delay time.Duration
 	err   error
+	// ignoresFence: the step returns its result even when its launch was
+	// fenced off (as a step of a worker that knows no fences would).
+	ignoresFence bool
 }
 
 func answer(delay time.Duration) scripted {
@@ -87,6 +90,14 @@ type harness struct {
 	presentErr  map[string]error // by strategy
 	upserts     []string         // phase/winner values upserted
 	evaluator   evaluatorFake    // RoundEvaluator runs
+	// The fake FenceStep decides when it starts, as launch.json would:
+	// a launch in committed is reported committed, any other is fenced
+	// off, and a fenced launch's step then returns StepSuperseded. It
+	// answers after fenceDelay.
+	fences     []contract.FenceStepInput
+	fenced     map[int]bool
+	committed  map[int]bool
+	fenceDelay time.Duration
 }
 
 func quietSuite() *testsuite.WorkflowTestSuite {
@@ -99,7 +110,8 @@ func newHarness(t *testing.T, script map[stepKey]scripted) *harness {
 	t.Helper()
 	env := quietSuite().NewTestWorkflowEnvironment()
 	h := &harness{t: t, env: env, start: env.Now(), script: script,
-		stored: map[string]int{}, launches: map[int]launchRec{}, calls: map[stepKey]int{}}
+		stored: map[string]int{}, launches: map[int]launchRec{}, calls: map[stepKey]int{},
+		fenced: map[int]bool{}, committed: map[int]bool{}}
 	Register(env)
 	env.RegisterActivityWithOptions(h.initSession, activity.RegisterOptions{Name: contract.NameInitSession})
 	env.RegisterActivityWithOptions(h.searchAttrs, activity.RegisterOptions{Name: contract.NameSearchAttrsSet})
@@ -108,6 +120,12 @@ func newHarness(t *testing.T, script map[stepKey]scripted) *harness {
 	env.RegisterActivityWithOptions(h.present, activity.RegisterOptions{Name: contract.NamePresent})
 	env.RegisterActivityWithOptions(h.agentStep, activity.RegisterOptions{Name: contract.NameAgentStep})
 	env.RegisterActivityWithOptions(h.evaluator.run, activity.RegisterOptions{Name: contract.NameRoundEvaluator})
+	env.RegisterActivityWithOptions(h.fenceStep, activity.RegisterOptions{Name: contract.NameFenceStep})
+	env.OnActivity(contract.NameFenceStep, mock.Anything, mock.Anything).Return(h.fenceStep).AfterFn(func() time.Duration {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.fenceDelay
+	})
 
 	// One mock per scripted step, so each can take its own time on the test
 	// clock; anything unscripted fails the step loudly.
@@ -127,6 +145,17 @@ func newHarness(t *testing.T, script map[stepKey]scripted) *harness {
 	env.OnActivity(contract.NameAgentStep, mock.Anything, mock.Anything).Return(h.agentStep)
 
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name == contract.NameFenceStep {
+			var in contract.FenceStepInput
+			require.NoError(t, args.Get(&in))
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.fences = append(h.fences, in)
+			if !h.committed[in.Launch] {
+				h.fenced[in.Launch] = true
+			}
+			return
+		}
 		if info.ActivityType.Name != contract.NameAgentStep {
 			return
 		}
@@ -167,10 +196,15 @@ func (h *harness) agentStep(_ context.Context, in contract.AgentStepInput) (cont
 	s, ok := h.script[stepKey{in.Agent, in.Step}]
 	seen := h.launches[in.Launch].Seen
 	h.calls[stepKey{in.Agent, in.Step}]++
+	fenced := h.fenced[in.Launch] && !s.ignoresFence
 	h.mu.Unlock()
 	if in.AutoStop != "" { // engine/step stores the stop without a model call
 		return contract.AgentStepResult{Agent: in.Agent, Step: in.Step, Action: coord.ActionStop, Summary: in.AutoStop,
 			StopStatus: "complete", SeenSteps: seen, Key: "agents/" + in.Agent + "/" + strconv.Itoa(in.Step)}, nil
+	}
+	if fenced {
+		return contract.AgentStepResult{}, temporal.NewNonRetryableApplicationError(
+			"launch "+strconv.Itoa(in.Launch)+" was fenced off", contract.ErrTypeSuperseded, nil)
 	}
 	if !ok {
 		return contract.AgentStepResult{}, temporal.NewNonRetryableApplicationError(
@@ -193,6 +227,12 @@ func (h *harness) agentStep(_ context.Context, in contract.AgentStepInput) (cont
 		res.Summary, res.StopStatus = "my part is done", "complete"
 	}
 	return res, nil
+}
+
+func (h *harness) fenceStep(_ context.Context, in contract.FenceStepInput) (contract.FenceStepResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return contract.FenceStepResult{Committed: !h.fenced[in.Launch]}, nil
 }
 
 func (h *harness) initSession(_ context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {

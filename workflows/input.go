@@ -133,6 +133,11 @@ type CarriedState struct {
 	// NoVote: the session ends without a vote round (noVoteRoundChange),
 	// decided once when it starts.
 	NoVote bool `json:"no_vote,omitempty"`
+
+	// TakenSteps maps an agent to the highest step number a launch of it
+	// gave up (fenced off, or held by another launch): its next step comes
+	// after it, since that folder is closed (fencedStepsChange).
+	TakenSteps map[string]int `json:"taken_steps,omitempty"`
 }
 
 // CoordinationResult is the outcome of a session that produced an answer.

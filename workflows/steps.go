@@ -28,6 +28,14 @@ type stepRun struct {
 	// abandoned steps were cancelled (restart, timeout): their result is
 	// ignored and the agent is not failed.
 	abandoned bool
+	// fut is the step's activity (fenced steps).
+	fut workflow.Future
+	// fencing: a FenceStep for this launch is under way (update_mode
+	// restart); a result that arrives meanwhile waits in res/err (done)
+	// until the fence tells whether the launch committed.
+	fencing, done bool
+	res           contract.AgentStepResult
+	err           error
 }
 
 // agentStepOptions are the options of one agent step. Summary shows in the
@@ -101,16 +109,26 @@ func (w *coordination) launchReady(ctx workflow.Context, sel workflow.Selector) 
 }
 
 // launch starts one AgentStep. The step number is the agent's next one, so
-// a retried activity, or a relaunch after a restart-cancel, rewrites the same
-// keys; Launch tells the relaunch apart.
+// a retried activity rewrites the same keys. Launch tells a relaunch apart:
+// with fenced steps (fencedStepsChange) a relaunch after an abandoned launch
+// takes the next number, since the abandoned one's folder is fenced off;
+// before, it rewrote the same keys.
 func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p launchPlan) {
 	a := w.state.Ledger.Find(p.Agent)
 	a.Running = true
 	w.state.Launches++
 	r := &stepRun{agent: p.Agent, step: a.LatestStep + 1, launch: w.state.Launches, mode: p.Mode,
 		answers: coord.TotalAnswers(w.state.Ledger)}
-	stepCtx, cancel := workflow.WithCancel(ctx)
-	r.cancel = cancel
+	var stepCtx workflow.Context
+	if w.fenced {
+		r.step = max(a.LatestStep, w.state.TakenSteps[p.Agent]) + 1
+		// Cancelling the workflow does not cancel the step by itself: the
+		// step is fenced first, and one that committed is let finish
+		// (stopAll).
+		stepCtx, r.cancel = workflow.NewDisconnectedContext(ctx)
+	} else {
+		stepCtx, r.cancel = workflow.WithCancel(ctx)
+	}
 	stepCtx = workflow.WithActivityOptions(stepCtx, agentStepOptions(r.agent, r.step, w.in.StepHeartbeatSeconds))
 	in := contract.AgentStepInput{
 		SessionID:  w.in.SessionID,
@@ -123,30 +141,76 @@ func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p lau
 		Tally:      p.Tally,
 		Evaluation: w.evaluation(),
 		AutoStop:   p.AutoStop,
+		Fenced:     w.fenced,
+	}
+	if w.fixedView {
+		in.Visible = visibleAnswers(w.state.Ledger, r.agent, r.mode)
 	}
 	if in.InputsHash == "" { // a session created before inputs by reference
 		in.Task, in.Config, in.EvalCriteria = w.in.Task, w.in.Config, w.in.EvalCriteria
 	}
 	f := workflow.ExecuteActivity(stepCtx, contract.NameAgentStep, in)
+	r.fut = f
 	w.running = append(w.running, r)
-	sel.AddFuture(f, func(f workflow.Future) { w.finish(ctx, r, f) })
+	sel.AddFuture(f, func(f workflow.Future) { w.finish(ctx, sel, r, f) })
 }
 
-// finish records a step's result. A failed step (a non-retryable error, or
-// retries used up) fails its agent for good; the others go on.
-func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Future) {
-	w.running = slices.DeleteFunc(w.running, func(x *stepRun) bool { return x == r })
+// visibleAnswers is what a step launched now is shown (agent → step of its
+// latest answer), decided here so that when the activity happens to start,
+// or how often it is retried, changes nothing. An agent that may still give
+// its first answer is shown nothing (first-answer protection: first
+// answers are independent); an agent that already answered, or may only
+// vote, is shown every agent's latest answer, failed agents' included.
+func visibleAnswers(l coord.Ledger, self string, mode coord.Mode) map[string]int {
+	v := map[string]int{}
+	if a := l.Find(self); a != nil && a.AnswerCount == 0 && mode != coord.ModeVoteOnly {
+		return v
+	}
+	for _, a := range l.Agents {
+		if a.LatestAnswerStep > 0 {
+			v[a.ID] = a.LatestAnswerStep
+		}
+	}
+	return v
+}
+
+// finish takes a step's result. A step being fenced keeps it until the
+// fence tells whether its launch committed (fenceDone).
+func (w *coordination) finish(ctx workflow.Context, sel workflow.Selector, r *stepRun, f workflow.Future) {
 	var res contract.AgentStepResult
 	err := f.Get(ctx, &res)
-	if r.abandoned {
+	switch {
+	case r.abandoned:
 		return // cancelled on purpose; the agent's state was handled then
+	case r.fencing:
+		r.done, r.res, r.err = true, res, err
+		return
 	}
+	if w.record(ctx, r, res, err) && ctx.Err() == nil {
+		w.restartPeers(ctx, sel, r.agent)
+	}
+}
+
+// record records a step's result and reports whether it is a new answer.
+// A failed step (a non-retryable error, or retries used up) fails its agent
+// for good; the others go on. A fenced step superseded by a launch it does
+// not know of (a reset run) gives up its step number: the agent is
+// relaunched with the next one.
+func (w *coordination) record(ctx workflow.Context, r *stepRun, res contract.AgentStepResult, err error) bool {
+	w.running = slices.DeleteFunc(w.running, func(x *stepRun) bool { return x == r })
 	a := w.state.Ledger.Find(r.agent)
 	a.Running = false
-	if ctx.Err() != nil {
-		return // the workflow is cancelled: the step did not fail
+	if ctx.Err() != nil && !w.fenced {
+		return false // the workflow is cancelled: the step did not fail
 	}
 	w.changed = true
+	var app *temporal.ApplicationError
+	if err != nil && w.fenced && errors.As(err, &app) && app.Type() == contract.ErrTypeSuperseded {
+		w.takeStep(r.agent, r.step)
+		workflow.GetLogger(ctx).Warn("a step's folder is held by another launch; relaunching with the next step number",
+			"agent", r.agent, "step", r.step, "launch", r.launch, "error", err)
+		return false
+	}
 	if err != nil {
 		a.Failed = true
 		a.FailReason = fmt.Sprintf("step %d: %s", r.step, failureReason(err))
@@ -154,13 +218,11 @@ func (w *coordination) finish(ctx workflow.Context, r *stepRun, f workflow.Futur
 		w.lastCause = err
 		workflow.GetLogger(ctx).Warn("agent failed; coordination goes on without it",
 			"agent", r.agent, "step", r.step, "error", err)
-		return
+		return false
 	}
 	w.stepsDone++
 	w.apply(a, r.step, res)
-	if res.Action == coord.ActionNewAnswer {
-		w.restartPeers(ctx, r.agent)
-	}
+	return res.Action == coord.ActionNewAnswer
 }
 
 // apply records a step's action in the ledger (the step number is the one
@@ -186,9 +248,11 @@ func (w *coordination) apply(a *coord.Agent, step int, res contract.AgentStepRes
 // restartPeers implements update_mode restart: a new answer cancels the
 // running steps launched before it, of agents that already have an answer of
 // their own (first-answer protection), and the schedule relaunches them with
-// the same step number and a new Launch. Their recorded state (an answer, or
-// a vote the new answer made stale) puts them in coord.Relaunch.
-func (w *coordination) restartPeers(ctx workflow.Context, answerer string) {
+// a new Launch. Their recorded state (an answer, or a vote the new answer
+// made stale) puts them in coord.Relaunch. With fenced steps each is fenced
+// first (fenceAsync) and relaunched with the next step number; before, it
+// was cancelled at once and relaunched with the same one.
+func (w *coordination) restartPeers(ctx workflow.Context, sel workflow.Selector, answerer string) {
 	if w.orch.UpdateMode != config.UpdateRestart || w.orch.DisableInjection {
 		return
 	}
@@ -198,10 +262,14 @@ func (w *coordination) restartPeers(ctx workflow.Context, answerer string) {
 	// recorded history depends on the old walk.)
 	for _, r := range slices.Clone(w.running) {
 		a := w.state.Ledger.Find(r.agent)
-		if r.abandoned || r.agent == answerer || r.answers >= total || a.AnswerCount == 0 {
+		if r.abandoned || r.fencing || r.agent == answerer || r.answers >= total || a.AnswerCount == 0 {
 			continue
 		}
-		w.abandon(r)
+		if w.fenced {
+			w.fenceAsync(ctx, sel, r, "restart")
+		} else {
+			w.abandon(r)
+		}
 		workflow.GetLogger(ctx).Info("restarting a step for a new answer",
 			"agent", r.agent, "step", r.step, "launch", r.launch, "answer_by", answerer)
 	}
@@ -213,15 +281,6 @@ func (w *coordination) abandon(r *stepRun) {
 	r.cancel()
 	w.state.Ledger.Find(r.agent).Running = false
 	w.running = slices.DeleteFunc(w.running, func(x *stepRun) bool { return x == r })
-}
-
-// stopAll abandons every running step and the round evaluator (timeout,
-// cancellation).
-func (w *coordination) stopAll() {
-	w.stopEvaluation()
-	for _, r := range slices.Clone(w.running) {
-		w.abandon(r)
-	}
 }
 
 func addUsage(a, b coord.Usage) coord.Usage { return a.Add(b) }

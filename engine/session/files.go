@@ -92,13 +92,3 @@ type FinalAnswer struct {
 	Source    string `json:"source"` // the stored answer it started from (agentN.M)
 	Timestamp string `json:"timestamp"`
 }
-
-// LaunchFile is launch.json, the record of a step's current attempt. Only
-// "fenced" is read here: true marks an attempt that is over without an
-// action (step mode's exit 2, or a superseded attempt), so a folder
-// holding its checkpoint is a dead step, not a running one. Other fields
-// are left to whoever writes them.
-type LaunchFile struct {
-	Fenced bool   `json:"fenced"`
-	Reason string `json:"reason,omitempty"`
-}

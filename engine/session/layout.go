@@ -88,10 +88,6 @@ func WorkspacePrefix(agent string, step int) string {
 	return StepPrefix(agent, step) + workspaceDir + "/"
 }
 
-// LaunchKey is where an agent step's launch.json lives: the record of the
-// step's current attempt (see LaunchFile).
-func LaunchKey(agent string, step int) string { return StepPrefix(agent, step) + launchFile }
-
 // LastActionKey is the per-agent last_action.json, overwritten every step.
 func LastActionKey(agent string) string { return AgentPrefix(agent) + lastActionFile }
 

@@ -37,7 +37,16 @@ type Agent struct {
 	History []coord.Cast `json:"history,omitempty"`
 	// RunningStep is the step in progress when Running is set.
 	RunningStep int `json:"running_step,omitempty"`
+	// Launched is the highest step folder holding launch.json (a Temporal
+	// step's commit or fence), 0 for none. Such a folder may hold no action
+	// — its launch was fenced off, or has not finished saving — but its
+	// number is taken: NextStep never reuses it.
+	Launched int `json:"-"`
 }
+
+// NextStep is the number of the agent's next step in step mode: after its
+// latest action and after every folder a Temporal launch holds.
+func (a *Agent) NextStep() int { return max(a.LatestStep, a.Launched) + 1 }
 
 // Latest returns the agent's newest answer, or nil when it has none.
 func (a *Agent) Latest() *Answer {
@@ -197,6 +206,9 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, team coord.L
 	sort.Ints(nums)
 	for _, n := range nums {
 		files := steps[n]
+		if files[launchFile] {
+			a.Launched = n
+		}
 		switch {
 		case files[answerFile]:
 			// A folder with both answer.json and vote.json counts as an answer.
@@ -254,6 +266,11 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, team coord.L
 		if running {
 			a.RunningStep = nums[n-1]
 		}
+		// A folder without an action file is a step that never finished
+		// (a crash mid-save): it is not a step and will be reused — unless
+		// it holds launch.json (see Launched). A fenced folder never holds
+		// an action file: its launch cannot write one (Commit), so it is
+		// never a step, without reading the marker.
 	}
 	return a, nil
 }

@@ -14,9 +14,11 @@ import (
 // StepOutput is what one agent step produced, ready to be stored.
 type StepOutput struct {
 	Agent string
-	// Step is the agent's step number. Zero means "the next one": the highest
-	// step holding an action, plus one (step mode). Temporal passes the number
-	// the workflow assigned, so a retried activity rewrites the same keys.
+	// Step is the agent's step number. Zero means "the next one" (step
+	// mode): the highest step holding an action or a launch.json, plus one
+	// (Agent.NextStep). Temporal passes the number the workflow assigned, so
+	// a retried activity rewrites the same keys; a fenced launch never gets
+	// here (Commit).
 	Step   int
 	Action coord.Action
 	// Answer is the new_answer content.
@@ -85,10 +87,10 @@ func Save(ctx context.Context, st storage.Store, out StepOutput) (Saved, error) 
 		if err != nil {
 			return Saved{}, err
 		}
+		step = 1
 		if a, ok := snap.Agent(out.Agent); ok {
-			step = a.LatestStep
+			step = a.NextStep()
 		}
-		step++
 	}
 	// Leftovers of an unfinished attempt at this step must not mix with the
 	// new workspace.

@@ -57,7 +57,13 @@ type Options struct {
 	// Owner is the id of the session's owner (its workflow), part of the
 	// checkpoint's binding; empty when the caller has none (step mode).
 	Owner string
-	Model llm.Model
+	// Exclusive makes the launch named by Tag commit to the step folder
+	// (session.Commit: launch.json) before it writes its workspace, action
+	// file and last_action.json; a folder fenced off or held by another
+	// launch is never written (session.ErrSuperseded). Temporal steps set
+	// it; it needs Tag and Step.
+	Exclusive bool
+	Model     llm.Model
 	// Evaluation is the round evaluation the workflow ran before this step
 	// (orchestrator_managed_round_evaluator), 0 for none: its plan or
 	// packet goes into the checklist policy.
@@ -95,12 +101,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: agent %q is not in the config", ErrBadInput, o.Agent)
 	}
+	if o.Exclusive && (o.Tag == "" || o.Step <= 0) {
+		return nil, fmt.Errorf("%w: an exclusive step needs its launch tag and step number", ErrBadInput)
+	}
 	// The reads that do not depend on the snapshot run while it loads.
 	pre := prefetch(ctx, o)
 	snap, err := session.Load(ctx, o.Store)
 	got := <-pre
 	if err != nil {
 		return nil, err
+	}
+	if got.launchErr != nil {
+		return nil, got.launchErr // fenced before it started: no model call
 	}
 	if err := snap.Include(o.Config.AgentIDs()); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadInput, err)
@@ -120,7 +132,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	self, _ := snap.Agent(o.Agent)
 	stepNo := o.Step
 	if stepNo == 0 {
-		stepNo = self.LatestStep + 1
+		stepNo = self.NextStep()
 	}
 	traceKey := session.TraceKey(o.Agent, stepNo)
 	data, err := got.trace, got.traceErr
@@ -164,6 +176,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		in.DisableInjection = true
 	}
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, traceKey, o.OnCheckpoint)
+	if o.Exclusive {
+		in.Checkpoint = fencedCheckpoint(o, stepNo, in.Checkpoint)
+	}
 	in.Prior = prior(o.Store, traceKey, data, stored)
 	in.Logf = func(f string, args ...any) { o.Logf("%s step %d: "+f, append([]any{o.Agent, stepNo}, args...)...) }
 
@@ -182,6 +197,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		out = autoStopOutcome(in.Answers, autoStop)
 	} else if out, err = round.Run(ctx, in); err != nil {
 		return nil, err
+	}
+	if o.Exclusive {
+		if err := session.Commit(ctx, o.Store, o.Agent, stepNo, o.Tag, o.Now()); err != nil {
+			return nil, err
+		}
 	}
 	saved, err := session.Save(ctx, o.Store, session.StepOutput{
 		Agent: o.Agent, Step: stepNo, Action: out.Action, Answer: out.Answer,
@@ -245,6 +265,7 @@ type prefetched struct {
 	humanErr    error
 	trace       []byte // the checkpoint of o.Step, when o.Step is known
 	traceErr    error
+	launchErr   error // an exclusive step's folder is not its own
 }
 
 // prefetch reads the evaluation criteria, the human inbox and the step's
@@ -262,10 +283,27 @@ func prefetch(ctx context.Context, o Options) <-chan prefetched {
 		if o.Step > 0 {
 			wg.Go(func() { p.trace, p.traceErr = o.Store.Get(ctx, session.TraceKey(o.Agent, o.Step)) })
 		}
+		if o.Exclusive {
+			wg.Go(func() { p.launchErr = session.CheckLaunch(ctx, o.Store, o.Agent, o.Step, o.Tag) })
+		}
 		wg.Wait()
 		out <- p
 	}()
 	return out
+}
+
+// fencedCheckpoint stores a checkpoint only while the step folder is still
+// open to the launch: once the workflow has fenced it off the step stops
+// there (session.ErrSuperseded), so an abandoned step does not go on paying
+// for model calls. A checkpoint that races the fence lands in a fenced
+// folder, where nothing reads it.
+func fencedCheckpoint(o Options, stepNo int, store func(context.Context, *round.Transcript) error) func(context.Context, *round.Transcript) error {
+	return func(ctx context.Context, t *round.Transcript) error {
+		if err := session.CheckLaunch(ctx, o.Store, o.Agent, stepNo, o.Tag); err != nil {
+			return err
+		}
+		return store(ctx, t)
+	}
 }
 
 // ErrBadInput marks errors in what the caller asked for (exit code 1 in

@@ -1,0 +1,98 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/session"
+	"github.com/conclave-ai/conclave/engine/storage"
+	"github.com/conclave-ai/conclave/internal/llmtest"
+)
+
+// The step is shown what the workflow decided at launch: with Visible {}
+// (no answer of its own yet) a peer's answer stored before the activity
+// started is not shown, and no vote is offered.
+func TestAgentStepShowsTheLaunchView(t *testing.T) {
+	var first *llmtest.Request
+	acts, env, cfg, st := setup(t, llmtest.Func(func(r llmtest.Request) llmtest.Reply {
+		if first == nil {
+			first = &r
+		}
+		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c", Name: "new_answer", Arguments: `{"content":"A1"}`}}}
+	}))
+	ctx := context.Background()
+	_, err := session.Save(ctx, storage.Sub(st, "s1"), session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "B1 came first", Now: time.Now()})
+	require.NoError(t, err)
+	_, err = env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 1,
+		Task: "t", Config: cfg, Mode: coord.ModeVoting, Visible: map[string]int{}})
+	require.NoError(t, err)
+	require.NotNil(t, first)
+	require.True(t, first.Contains("(no answers available yet)"))
+	require.False(t, first.Contains("B1 came first"))
+	require.False(t, first.HasTool("vote"))
+}
+
+// A fenced step writes nothing and fails with the non-retryable
+// StepSuperseded; FenceStep tells a committed launch from one it fenced off.
+func TestFenceStep(t *testing.T) {
+	acts, env, cfg, st := setup(t, llmtest.Call("vote", `{"agent_id":"agent2","reason":"B1"}`))
+	ctx := context.Background()
+	sess := storage.Sub(st, "s1")
+	for _, ag := range []string{"agent_a", "agent_b"} {
+		_, err := session.Save(ctx, sess, session.StepOutput{Agent: ag, Action: coord.ActionNewAnswer, Answer: ag + " 1", Now: time.Now()})
+		require.NoError(t, err)
+	}
+	last, err := sess.Get(ctx, session.LastActionKey("agent_a"))
+	require.NoError(t, err)
+	fence := func(agent string, step, launch int) bool {
+		v, err := env.ExecuteActivity(acts.FenceStep, contract.FenceStepInput{SessionID: "s1", Agent: agent, Step: step, Launch: launch, Reason: "restart"})
+		require.NoError(t, err)
+		var res contract.FenceStepResult
+		require.NoError(t, v.Get(&res))
+		return res.Committed
+	}
+	stepIn := func(agent string, launch int) contract.AgentStepInput {
+		return contract.AgentStepInput{SessionID: "s1", Agent: agent, Step: 2, Launch: launch, Task: "t", Config: cfg,
+			Mode: coord.ModeVoting, Visible: map[string]int{"agent_a": 1, "agent_b": 1}, Fenced: true}
+	}
+
+	// agent_a's step 2 (launch 3) is fenced off before it could commit.
+	require.False(t, fence("agent_a", 2, 3))
+	var marker session.LaunchFile
+	require.NoError(t, session.ReadJSON(ctx, sess, session.LaunchKey("agent_a", 2), &marker))
+	require.Equal(t, session.LaunchFile{Launch: "3", Fenced: true, Reason: "restart", Timestamp: marker.Timestamp}, marker)
+	_, err = env.ExecuteActivity(acts.AgentStep, stepIn("agent_a", 3))
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.Equal(t, contract.ErrTypeSuperseded, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	for _, key := range []string{session.VoteKey("agent_a", 2), session.AnswerKey("agent_a", 2)} {
+		_, err := sess.Get(ctx, key)
+		require.ErrorIs(t, err, storage.ErrNotFound)
+	}
+	after, err := sess.Get(ctx, session.LastActionKey("agent_a"))
+	require.NoError(t, err)
+	require.JSONEq(t, string(last), string(after))
+
+	// agent_b's step 2 (launch 4) commits and stores its vote: the fence
+	// that comes after reports it committed and changes nothing.
+	_, err = env.ExecuteActivity(acts.AgentStep, stepIn("agent_b", 4))
+	require.NoError(t, err)
+	require.True(t, fence("agent_b", 2, 4))
+	var v session.VoteFile
+	require.NoError(t, session.ReadJSON(ctx, sess, session.VoteKey("agent_b", 2), &v))
+	data, err := sess.Get(ctx, session.LaunchKey("agent_b", 2))
+	require.NoError(t, err)
+	var commit session.LaunchFile
+	require.NoError(t, json.Unmarshal(data, &commit))
+	require.Equal(t, "4", commit.Launch)
+	require.False(t, commit.Fenced)
+}
