@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/coord"
@@ -141,15 +144,10 @@ func (p *policy) SafePoint(ctx context.Context, t *Transcript) ([]llm.Message, e
 	if err != nil {
 		return nil, fmt.Errorf("read the inbox of %s: %w", p.in.Agent, err)
 	}
-	peersAllowed := !p.in.DisableInjection && p.peerWindowOpen(s) && p.in.HasAnswered &&
-		s.Injections < p.in.MaxMidstreamInjections && p.in.Mode != coord.ModePresent
+	peersAllowed := !p.in.DisableInjection && p.peerWindowOpen(s) && p.in.HasAnswered && p.in.Mode != coord.ModePresent
 	var fresh []Answer
 	if peersAllowed {
-		for _, a := range u.Answers {
-			if a.Step > s.SeenSteps[a.Agent] {
-				fresh = append(fresh, a)
-			}
-		}
+		fresh = p.admit(s, u.Answers)
 	}
 	if len(fresh) == 0 && len(u.Human) == 0 {
 		return nil, nil
@@ -168,6 +166,51 @@ func (p *policy) SafePoint(ctx context.Context, t *Transcript) ([]llm.Message, e
 	}
 	s.HumanSeen += len(u.Human)
 	return []llm.Message{msg}, nil
+}
+
+// admit picks the unseen peer answers to inject (seed 001:
+// max_midstream_injections_per_round caps unseen *sources*): every newer
+// revision of a source already injected in this step, and new sources
+// while the cap has room, the newest first (latest stored timestamp; on a
+// tie, the first agent in anonymous order). The others stay pending — not
+// seen, not known — and are shown at the agent's next step. The choice is
+// kept in the transcript's state, so a resumed step makes the same one.
+func (p *policy) admit(s *State, answers []Answer) []Answer {
+	var fresh, waiting []Answer
+	for _, a := range answers {
+		switch {
+		case a.Agent == p.in.Agent || a.Step <= s.SeenSteps[a.Agent]:
+		case slices.Contains(s.InjectedSources, a.Agent):
+			fresh = append(fresh, a)
+		default:
+			waiting = append(waiting, a)
+		}
+	}
+	sort.SliceStable(waiting, func(i, j int) bool {
+		ti, tj := stamp(waiting[i].Timestamp), stamp(waiting[j].Timestamp)
+		if !ti.Equal(tj) {
+			return ti.After(tj)
+		}
+		return p.anon[waiting[i].Agent] < p.anon[waiting[j].Agent]
+	})
+	for _, a := range waiting {
+		if len(s.InjectedSources) >= p.in.MaxMidstreamInjections {
+			break
+		}
+		s.InjectedSources = append(s.InjectedSources, a.Agent)
+		fresh = append(fresh, a)
+	}
+	sort.Slice(fresh, func(i, j int) bool { return fresh[i].Label < fresh[j].Label })
+	return fresh
+}
+
+// stamp parses a stored timestamp; one that does not parse is the oldest.
+func stamp(v string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 func (s *State) setKnown(a Answer) {

@@ -275,8 +275,53 @@ func TestInjectionCap(t *testing.T) {
 	in.MaxAttempts = 5
 	out, err := Run(context.Background(), in)
 	require.NoError(t, err)
-	require.Equal(t, 1, out.Transcript.State.Injections)
-	require.Equal(t, 2, out.SeenSteps["agent_b"], "only the first update was delivered")
+	require.Equal(t, 3, out.Transcript.State.Injections)
+	require.Equal(t, 4, out.SeenSteps["agent_b"], "the cap counts sources: one source delivers every revision")
+	require.Equal(t, []string{"agent_b"}, out.Transcript.State.InjectedSources)
+}
+
+// max_midstream_injections_per_round caps sources: with a cap of 1 and two
+// peers' new revisions pending, only the newest source is injected, the
+// other stays pending (unseen, for the next step), and a resumed step
+// makes the same choice.
+func TestInjectionCapCountsSources(t *testing.T) {
+	inbox := &fakeInbox{}
+	srv := llmtest.Start(t,
+		llmtest.Func(func(llmtest.Request) llmtest.Reply {
+			inbox.add(Answer{Agent: "agent_b", Label: "agent2.2", Step: 2, Text: "B's page v2", Timestamp: "2026-11-22T10:00:01Z"})
+			inbox.add(Answer{Agent: "agent_c", Label: "agent3.1", Step: 1, Text: "C's page", Timestamp: "2026-11-22T10:00:05Z"})
+			return llmtest.Reply{Text: "working"}
+		}).Once(),
+		llmtest.Fail(500, "worker lost").Once(),
+		llmtest.Func(func(llmtest.Request) llmtest.Reply {
+			inbox.add(Answer{Agent: "agent_c", Label: "agent3.2", Step: 2, Text: "C's page v2", Timestamp: "2026-11-22T10:00:09Z"})
+			return llmtest.Reply{Text: "still working"}
+		}).Once(),
+		llmtest.Call("vote", `{"agent_id":"agent3","reason":"C v2"}`),
+	)
+	in := input(t, srv, "agent_a", ansA, ansB)
+	in.Inbox = inbox
+	in.MaxMidstreamInjections = 1
+	in.MaxAttempts = 5
+	var last *Transcript
+	in.Checkpoint = func(_ context.Context, tr *Transcript) error { last = tr; return nil }
+	_, err := Run(context.Background(), in)
+	require.Error(t, err, "the model failed on turn 2")
+	require.Equal(t, []string{"agent_c"}, last.State.InjectedSources)
+
+	in.Prior = agenttest.Stored(t, last)
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, "agent_c", out.Target)
+	require.Equal(t, map[string]int{"agent_a": 1, "agent_b": 1, "agent_c": 2}, out.SeenSteps,
+		"agent2.2 stays pending: not seen, so the next step is shown it")
+	var all strings.Builder
+	for _, r := range srv.Requests() {
+		all.Write(r.Body)
+	}
+	require.Contains(t, all.String(), "new: agent3.1")
+	require.Contains(t, all.String(), "agent3.1 -> agent3.2", "the injected source delivers its newer revision")
+	require.NotContains(t, all.String(), "B's page v2")
 }
 
 func TestResumeDoesNotRepeatModelCalls(t *testing.T) {

@@ -25,6 +25,9 @@ type Answer struct {
 	Label string `json:"label"` // agentN.M
 	Step  int    `json:"step"`
 	Text  string `json:"text,omitempty"`
+	// Timestamp is when the answer was stored (RFC 3339); injection takes
+	// the newest sources first.
+	Timestamp string `json:"timestamp,omitempty"`
 	// Workspace is a local directory holding the files delivered with the
 	// answer; the running agent can read it under peers/agentN/.
 	Workspace string `json:"workspace,omitempty"`
@@ -109,7 +112,9 @@ type Input struct {
 	// step — until the first accepted checklist.
 	DeferPeerUpdates           bool
 	PeerUpdatesBeforeChecklist bool
-	// MaxMidstreamInjections caps peer-answer updates per step (0: none).
+	// MaxMidstreamInjections caps the peers whose answers are injected
+	// into one step (0: none); a peer already injected may deliver its
+	// newer revisions.
 	MaxMidstreamInjections int
 	MaxAttempts            int // enforcement attempts; default 3
 	MaxTurns               int // model calls per step; default 30
@@ -155,6 +160,9 @@ type State struct {
 	Attempts   int      `json:"attempts"`
 	Reasons    []string `json:"reasons,omitempty"`
 	Injections int      `json:"injections"`
+	// InjectedSources are the peers whose answers were injected in this
+	// step, in order: max_midstream_injections_per_round caps their number.
+	InjectedSources []string `json:"injected_sources,omitempty"`
 	// Checklist is the checklist policy's state (gated steps only).
 	Checklist *ChecklistState `json:"checklist,omitempty"`
 	// Final is the step's action once it is decided; resuming a finished

@@ -338,7 +338,7 @@ type prep struct {
 // workspace so the agent can read it under peers/agentN/.
 func (p *prep) answer(ctx context.Context, a *session.Agent, latest *session.Answer, ws *tools.Workspace) (round.Answer, error) {
 	anon := p.anon[a.ID]
-	ans := round.Answer{Agent: a.ID, Label: coord.Label(anon, latest.Revision), Step: latest.Step, Text: latest.Text}
+	ans := round.Answer{Agent: a.ID, Label: coord.Label(anon, latest.Revision), Step: latest.Step, Text: latest.Text, Timestamp: latest.Timestamp}
 	if latest.Workspace != "" {
 		dir := filepath.Join(p.tmp, "peers", anon, session.StepName(latest.Step))
 		if err := storage.GetDir(ctx, p.store, latest.Workspace, dir); err != nil {
