@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/tools"
@@ -46,6 +47,9 @@ type Policy[S any] interface {
 	// — and the step starts fresh instead (see resume).
 	Check(t *Transcript[S]) error
 }
+
+// errorPrefix starts the tool message of an error result.
+const errorPrefix = "Error: "
 
 // Turn is how a policy answers one model reply.
 type Turn struct {
@@ -180,7 +184,7 @@ func (r *run[S]) handle(ctx context.Context, reply llm.Message) (done bool, err 
 	for i, c := range reply.ToolCalls {
 		content := Quote(turn.Results[i].Content) // tool output is untrusted
 		if turn.Results[i].IsError {
-			content = "Error: " + content
+			content = errorPrefix + content
 		}
 		r.t.Messages = append(r.t.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content})
 	}
@@ -211,8 +215,10 @@ func (r *run[S]) checkpoint(ctx context.Context) error {
 }
 
 // replayWrites rebuilds the workspace of a resumed step: it applies again
-// every write_file call that was answered (a tool message follows it) and
-// that the step allows. An unanswered call is the loop's to handle.
+// every write_file call that was answered (a tool message follows it)
+// without an error — a call the policy refused (say, after a round timeout)
+// never ran — and that the step allows. An unanswered call is the loop's to
+// handle.
 func (r *run[S]) replayWrites() {
 	msgs := r.t.Messages
 	for i, m := range msgs {
@@ -224,7 +230,7 @@ func (r *run[S]) replayWrites() {
 			if next.Role != llm.RoleTool {
 				break
 			}
-			answered[next.ToolCallID] = true
+			answered[next.ToolCallID] = !strings.HasPrefix(next.Content, errorPrefix)
 		}
 		for _, c := range m.ToolCalls {
 			if _, omitted := tools.Omitted(c.Arguments); c.Name == tools.WriteFile && answered[c.ID] && !omitted {

@@ -115,7 +115,13 @@ type Orchestrator struct {
 	// context: lenient (exact duplicates only), balanced (over 70% of its
 	// words), strict (over 50%).
 	AnswerNoveltyRequirement NoveltyRequirement `yaml:"answer_novelty_requirement" json:"answer_novelty_requirement"`
-	ChecklistFirstAnswer     bool               `yaml:"checklist_first_answer" json:"checklist_first_answer"`
+	// Per-round timeouts, in seconds (0: none), MassGen's timeout_settings:
+	// the soft timeout of an agent's first step and of its later steps, and
+	// the grace after it, when only workflow tools are allowed.
+	InitialRoundTimeoutSeconds    int  `yaml:"initial_round_timeout_seconds" json:"initial_round_timeout_seconds"`
+	SubsequentRoundTimeoutSeconds int  `yaml:"subsequent_round_timeout_seconds" json:"subsequent_round_timeout_seconds"`
+	RoundTimeoutGraceSeconds      int  `yaml:"round_timeout_grace_seconds" json:"round_timeout_grace_seconds"`
+	ChecklistFirstAnswer          bool `yaml:"checklist_first_answer" json:"checklist_first_answer"`
 
 	Scheduling          Scheduling          `yaml:"scheduling" json:"scheduling"`
 	Consensus           ConsensusRule       `yaml:"consensus" json:"consensus"`
@@ -366,6 +372,20 @@ func (c *Config) Single() (*Agent, error) {
 func (c *Config) Price(model string) (in, out float64, ok bool) {
 	p, ok := c.Prices[model]
 	return p.Input, p.Output, ok
+}
+
+// RoundTimeout is the soft timeout of an agent step — initial for the
+// agent's first step, subsequent for later ones — and the grace after it
+// (the hard timeout is their sum). A zero soft timeout means none.
+func (o Orchestrator) RoundTimeout(firstStep bool) (soft, grace time.Duration) {
+	n := o.SubsequentRoundTimeoutSeconds
+	if firstStep {
+		n = o.InitialRoundTimeoutSeconds
+	}
+	if n <= 0 {
+		return 0, 0
+	}
+	return time.Duration(n) * time.Second, time.Duration(max(o.RoundTimeoutGraceSeconds, 0)) * time.Second
 }
 
 // Timeout is orchestrator_timeout_seconds as a duration.

@@ -263,24 +263,8 @@ func (m *massgen) timeouts(n *yaml.Node, path string) {
 	}
 	for k, v := range pairs(n) {
 		p := keyPath(path, k.Value)
-		if k.Value == "orchestrator_timeout_seconds" {
-			if !m.claim(k.Value, keyedNode{p, k, v}) || v.ShortTag() == "!!null" {
-				continue
-			}
-			var s float64
-			if err := v.Decode(&s); err != nil {
-				m.errs = append(m.errs, lineError{v.Line, fmt.Sprintf("%s: expected a number of seconds, got %s", p, describeNode(v))})
-				continue
-			}
-			if !(s > 0 && s <= maxTimeoutSeconds) {
-				// Checked here so the message names the key as written.
-				m.errs = append(m.errs, lineError{v.Line, fmt.Sprintf("%s: %s is out of range; use 1 to %d seconds (a run always has a deadline)", p, v.Value, maxTimeoutSeconds)})
-				continue
-			}
-			m.actions = append(m.actions, func(c *Config, _ *problems) {
-				// MassGen takes fractions; the deadline is whole seconds.
-				c.Orchestrator.OrchestratorTimeoutSeconds = int(math.Ceil(s))
-			})
+		if slices.Contains(timeoutFields, k.Value) {
+			m.timeout(k, v, p)
 			continue
 		}
 		if ig, ok := timeoutCompat[k.Value]; ok {
@@ -288,11 +272,50 @@ func (m *massgen) timeouts(n *yaml.Node, path string) {
 			continue
 		}
 		hint := ""
-		if s := suggest(k.Value, append(mapKeys(timeoutCompat), "orchestrator_timeout_seconds")); s != "" {
+		if s := suggest(k.Value, append(mapKeys(timeoutCompat), timeoutFields...)); s != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		m.errs = append(m.errs, lineError{k.Line, fmt.Sprintf("unknown key %q in %s%s", k.Value, path, hint)})
 	}
+}
+
+// timeout sets one of timeoutFields from timeout_settings (or
+// orchestrator.timeout): a number of seconds, a fraction rounded up. The
+// orchestrator deadline must be positive; a round timeout may be 0 (none).
+func (m *massgen) timeout(k, v *yaml.Node, p string) {
+	if !m.claim(k.Value, keyedNode{p, k, v}) || v.ShortTag() == "!!null" {
+		return
+	}
+	var s float64
+	if err := v.Decode(&s); err != nil {
+		m.errs = append(m.errs, lineError{v.Line, fmt.Sprintf("%s: expected a number of seconds, got %s", p, describeNode(v))})
+		return
+	}
+	deadline := k.Value == "orchestrator_timeout_seconds"
+	switch {
+	case deadline && !(s > 0 && s <= maxTimeoutSeconds):
+		// Checked here so the message names the key as written.
+		m.errs = append(m.errs, lineError{v.Line, fmt.Sprintf("%s: %s is out of range; use 1 to %d seconds (a run always has a deadline)", p, v.Value, maxTimeoutSeconds)})
+		return
+	case !deadline && !(s >= 0 && s <= maxTimeoutSeconds):
+		m.errs = append(m.errs, lineError{v.Line, fmt.Sprintf("%s: %s is out of range; use 0 (no round timeout) to %d seconds", p, v.Value, maxTimeoutSeconds)})
+		return
+	}
+	// MassGen takes fractions; Conclave counts whole seconds.
+	n := int(math.Ceil(s))
+	m.actions = append(m.actions, func(c *Config, _ *problems) {
+		o := &c.Orchestrator
+		switch k.Value {
+		case "orchestrator_timeout_seconds":
+			o.OrchestratorTimeoutSeconds = n
+		case "initial_round_timeout_seconds":
+			o.InitialRoundTimeoutSeconds = n
+		case "subsequent_round_timeout_seconds":
+			o.SubsequentRoundTimeoutSeconds = n
+		case "round_timeout_grace_seconds":
+			o.RoundTimeoutGraceSeconds = n
+		}
+	})
 }
 
 func (m *massgen) agent(n *yaml.Node, path string, i int) {

@@ -15,7 +15,7 @@ const (
 	whyStorage   = "Conclave keeps every answer, workspace and trace in its session storage (--storage); this folder is not used"
 	whyTool      = "provider-side tools are not enabled: the agent runs with Conclave's workspace tools only"
 	whyMCP       = "MCP servers are not started: the agent runs with Conclave's workspace tools only"
-	whyRound     = "Conclave has no per-round timeout: a step ends with its action, and max_steps_per_agent and orchestrator_timeout_seconds bound the run"
+	whyAgentTime = "Conclave has no per-agent timeout: the round timeouts (initial_round_timeout_seconds, subsequent_round_timeout_seconds, round_timeout_grace_seconds), max_steps_per_agent and orchestrator_timeout_seconds bound the run"
 	whyFeature   = "this MassGen feature is not implemented in Conclave"
 	whyToolList  = "filters MCP and built-in tools, which Conclave does not offer"
 	whyShell     = "there is no command-line execution tool in Conclave"
@@ -68,11 +68,12 @@ var orchestratorCompat = map[string]ignoredKey{
 }
 
 var timeoutCompat = map[string]ignoredKey{
-	"initial_round_timeout_seconds":    {whyRound, false},
-	"subsequent_round_timeout_seconds": {whyRound, false},
-	"round_timeout_grace_seconds":      {whyRound, false},
-	"agent_timeout_seconds":            {whyRound, false},
+	"agent_timeout_seconds": {whyAgentTime, false},
 }
+
+// timeoutFields are the timeout_settings keys that are Conclave
+// orchestrator settings of the same name.
+var timeoutFields = []string{"orchestrator_timeout_seconds", "initial_round_timeout_seconds", "subsequent_round_timeout_seconds", "round_timeout_grace_seconds"}
 
 var backendCompat = map[string]ignoredKey{
 	"cwd":                      {"every Conclave agent works in its own workspace in the session storage; cwd is not used", true},

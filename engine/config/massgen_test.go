@@ -113,8 +113,7 @@ func TestMassGenConfigs(t *testing.T) {
 				{"researcher", "openai", "", "OPENAI_API_KEY"},
 				{"critic", "claude", "https://api.anthropic.com/v1/", "ANTHROPIC_API_KEY"},
 			},
-			warned: []string{"orchestrator.coordination.max_orchestration_restarts", "orchestrator.coordination.enable_planning_mode",
-				"timeout_settings.initial_round_timeout_seconds", "timeout_settings.subsequent_round_timeout_seconds", "timeout_settings.round_timeout_grace_seconds"},
+			warned: []string{"orchestrator.coordination.max_orchestration_restarts", "orchestrator.coordination.enable_planning_mode"},
 			noted: []string{"orchestrator.snapshot_storage", "orchestrator.agent_temporary_workspace", "orchestrator.skip_final_presentation",
 				"orchestrator.coordination.planning_mode_instruction", "orchestrator.coordination.use_skills", "ui"},
 			check: func(t *testing.T, c *Config) {
@@ -125,6 +124,9 @@ func TestMassGenConfigs(t *testing.T) {
 				assert.Equal(t, "critic", o.Presenter)
 				assert.Equal(t, FinalWinnerReuse, o.FinalAnswerStrategy)
 				assert.Equal(t, 601, o.OrchestratorTimeoutSeconds)
+				assert.Equal(t, 300, o.InitialRoundTimeoutSeconds, "timeout_settings' round timeouts are honoured")
+				assert.Equal(t, 120, o.SubsequentRoundTimeoutSeconds)
+				assert.Equal(t, 60, o.RoundTimeoutGraceSeconds)
 				assert.Equal(t, ExtraBody{"thinking": map[string]any{"type": "enabled", "budget_tokens": 2000.0}}, c.Agents[1].Backend.ExtraBody)
 			},
 		},

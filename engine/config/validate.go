@@ -202,6 +202,18 @@ func (v *validator) orchestrator(p string, o *Orchestrator, ids []string) {
 	oneOf(v, p+".update_mode", o.UpdateMode, UpdateInject, UpdateRestart)
 	oneOf(v, p+".final_answer_strategy", o.FinalAnswerStrategy, FinalWinnerPresent, FinalSynthesize, FinalWinnerReuse)
 	oneOf(v, p+".answer_novelty_requirement", o.AnswerNoveltyRequirement, NoveltyLenient, NoveltyBalanced, NoveltyStrict)
+	for _, t := range []struct {
+		key string
+		n   int
+	}{
+		{"initial_round_timeout_seconds", o.InitialRoundTimeoutSeconds},
+		{"subsequent_round_timeout_seconds", o.SubsequentRoundTimeoutSeconds},
+		{"round_timeout_grace_seconds", o.RoundTimeoutGraceSeconds},
+	} {
+		if t.n < 0 || t.n > maxTimeoutSeconds {
+			v.add(p+"."+t.key, fmt.Sprintf("%d is out of range; use 0 (no round timeout) to %d seconds", t.n, maxTimeoutSeconds))
+		}
+	}
 	oneOf(v, p+".round_evaluator_transformation_pressure", o.RoundEvaluatorTransformationPressure, PressureGentle, PressureBalanced, PressureAggressive)
 
 	v.atLeast(p+".fairness_lead_cap_answers", o.FairnessLeadCapAnswers, 0)

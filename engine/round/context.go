@@ -207,6 +207,17 @@ func updateMessage(in *Input, old map[string]Answer, fresh []Answer, human []str
 	return b.String()
 }
 
+// wrapUpMessage is the soft round timeout's guidance.
+func wrapUpMessage(in *Input, workflow []string) string {
+	msg := fmt.Sprintf("TIME CHECK: the time for this round is up. Do not start new work: finish now by calling a workflow tool (%s) with what you have.", strings.Join(workflow, ", "))
+	if in.RoundTimeoutGrace > 0 {
+		msg += fmt.Sprintf(" In %s only workflow tools will be allowed; other tool calls will be refused.", in.RoundTimeoutGrace)
+	} else {
+		msg += " From now on other tool calls are refused."
+	}
+	return msg
+}
+
 // anonOf turns a label (agent2.3) into its anonymous id (agent2).
 func anonOf(label string) string {
 	if i := strings.IndexByte(label, '.'); i >= 0 {

@@ -44,10 +44,18 @@ func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, fil
 	var workflow []llm.ToolCall
 	var unknown []string
 	invalidBefore := p.invalidChecklists(t)
+	denied := 0
+	hard := p.pastHardTimeout(t)
 	turn.Results = make([]tools.Result, len(msg.ToolCalls))
 	for i, c := range msg.ToolCalls {
 		if tools.IsWorkflowTool(c.Name) {
 			workflow = append(workflow, c)
+			continue
+		}
+		if hard {
+			// The tool does not run; a resumed step does not replay it.
+			denied++
+			turn.Results[i] = refuse("the time for this round is over: only workflow tools (%s) are allowed now. `%s` was not run; finish with a workflow tool.", strings.Join(p.workflowNames(t), ", "), c.Name)
 			continue
 		}
 		if res, ok := p.checklistCall(t, c); ok {
@@ -100,6 +108,14 @@ func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, fil
 	if reason != "" {
 		return turn, p.fail(t, reason)
 	}
+	if out == nil && denied > 0 {
+		t.State.Denied += denied
+		if t.State.Denied >= MaxDeniedAfterTimeout {
+			t.State.Reasons = append(t.State.Reasons, ReasonRoundTimeout)
+			return turn, &EnforcementError{Agent: p.in.Agent, Attempts: t.State.Attempts, Reasons: t.State.Reasons}
+		}
+		return turn, nil
+	}
 	if out == nil && p.invalidChecklists(t) > max(invalidBefore, freeInvalidChecklists) {
 		// Refused checklists are free at first (the model fixes them), but a
 		// model that keeps sending them would otherwise run to MaxTurns.
@@ -119,6 +135,15 @@ func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, fil
 	t.State.Final = out
 	turn.Done = true
 	return turn, nil
+}
+
+// workflowNames are the workflow tools offered in the step's next call.
+func (p *policy) workflowNames(t *Transcript) []string {
+	var names []string
+	for _, s := range tools.WorkflowSpecs(p.in.Mode, candidates(p.anon, t.State.Known)) {
+		names = append(names, s.Name)
+	}
+	return names
 }
 
 func refuse(format string, args ...any) tools.Result {

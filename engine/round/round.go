@@ -82,7 +82,7 @@ type policy struct {
 }
 
 func (p *policy) start() ([]llm.Message, State) {
-	s := State{SeenSteps: map[string]int{}, HumanSeen: len(p.in.Human)}
+	s := State{SeenSteps: map[string]int{}, HumanSeen: len(p.in.Human), StartedAt: p.now()}
 	for _, a := range p.in.Answers {
 		s.SeenSteps[a.Agent] = a.Step
 		s.Known = append(s.Known, a)
@@ -119,8 +119,8 @@ func (p *policy) Check(t *Transcript) error {
 		return err
 	}
 	if s.Final == nil {
-		if s.Attempts >= p.in.MaxAttempts || t.Turns >= p.in.MaxTurns {
-			return fmt.Errorf("the attempt it records failed for good (%d enforcement attempts, %d model turns)", s.Attempts, t.Turns)
+		if s.Attempts >= p.in.MaxAttempts || t.Turns >= p.in.MaxTurns || s.Denied >= MaxDeniedAfterTimeout {
+			return fmt.Errorf("the attempt it records failed for good (%d enforcement attempts, %d model turns, %d tool calls refused after the round timeout)", s.Attempts, t.Turns, s.Denied)
 		}
 		return nil
 	}
@@ -136,27 +136,38 @@ func (p *policy) OutOfTurns(t *Transcript) error {
 // answers (after the agent's first answer, up to the cap, never to the
 // presenter) and human input.
 func (p *policy) SafePoint(ctx context.Context, t *Transcript) ([]llm.Message, error) {
-	if p.in.Inbox == nil {
-		return nil, nil
-	}
 	s := &t.State
-	u, err := p.in.Inbox.Unseen(ctx, s.SeenSteps, s.HumanSeen)
-	if err != nil {
-		return nil, fmt.Errorf("read the inbox of %s: %w", p.in.Agent, err)
+	var u Update
+	if p.in.Inbox != nil {
+		var err error
+		if u, err = p.in.Inbox.Unseen(ctx, s.SeenSteps, s.HumanSeen); err != nil {
+			return nil, fmt.Errorf("read the inbox of %s: %w", p.in.Agent, err)
+		}
 	}
-	peersAllowed := !p.in.DisableInjection && p.peerWindowOpen(s) && p.in.HasAnswered && p.in.Mode != coord.ModePresent
+	peersAllowed := !p.in.DisableInjection && p.peerWindowOpen(s) && p.in.HasAnswered && p.in.Mode != coord.ModePresent && !s.WrapUpSent
 	var fresh []Answer
 	if peersAllowed {
 		fresh = p.admit(s, u.Answers)
 	}
+	var wrapUp string
+	if !s.WrapUpSent && p.in.RoundTimeout > 0 && p.in.Mode != coord.ModePresent && p.elapsed(t) >= p.in.RoundTimeout {
+		wrapUp = wrapUpMessage(p.in, p.workflowNames(t))
+		s.WrapUpSent = true
+	}
 	if len(fresh) == 0 && len(u.Human) == 0 {
-		return nil, nil
+		if wrapUp == "" {
+			return nil, nil
+		}
+		return []llm.Message{{Role: llm.RoleUser, Content: wrapUp}}, nil
 	}
 	old := map[string]Answer{}
 	for _, k := range s.Known {
 		old[p.anon[k.Agent]] = k
 	}
 	msg := llm.Message{Role: llm.RoleUser, Content: updateMessage(p.in, old, fresh, u.Human)}
+	if wrapUp != "" {
+		msg.Content += "\n\n" + wrapUp
+	}
 	for _, a := range fresh {
 		s.SeenSteps[a.Agent] = a.Step
 		s.setKnown(a)
@@ -202,6 +213,29 @@ func (p *policy) admit(s *State, answers []Answer) []Answer {
 	}
 	sort.Slice(fresh, func(i, j int) bool { return fresh[i].Label < fresh[j].Label })
 	return fresh
+}
+
+func (p *policy) now() time.Time {
+	if p.in.Now != nil {
+		return p.in.Now()
+	}
+	return time.Now()
+}
+
+// elapsed is the time since the step first started (StartedAt survives
+// resumes; a transcript without it starts counting now).
+func (p *policy) elapsed(t *Transcript) time.Duration {
+	if t.State.StartedAt.IsZero() {
+		t.State.StartedAt = p.now()
+	}
+	return p.now().Sub(t.State.StartedAt)
+}
+
+// pastHardTimeout reports whether the soft timeout and its grace have
+// passed: from then on only workflow tools run.
+func (p *policy) pastHardTimeout(t *Transcript) bool {
+	return p.in.RoundTimeout > 0 && p.in.Mode != coord.ModePresent &&
+		p.elapsed(t) >= p.in.RoundTimeout+p.in.RoundTimeoutGrace
 }
 
 // stamp parses a stored timestamp; one that does not parse is the oldest.

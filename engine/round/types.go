@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/coord"
@@ -128,6 +129,17 @@ type Input struct {
 	Tag     string
 	Binding string
 
+	// RoundTimeout is the soft timeout of the step (0: none): once it has
+	// passed since the step started, the next safe point injects wrap-up
+	// guidance, once. RoundTimeoutGrace later (the hard timeout) only
+	// workflow tools may be called; other tool calls are refused, and the
+	// MaxDeniedAfterTimeout-th refused call ends the step with an
+	// *EnforcementError (reason round_timeout).
+	RoundTimeout      time.Duration
+	RoundTimeoutGrace time.Duration
+	// Now is the clock of the round timeouts; nil means time.Now.
+	Now func() time.Time
+
 	// OnChunk is called for every streamed chunk, so a long generation can
 	// heartbeat its activity.
 	OnChunk func()
@@ -163,6 +175,13 @@ type State struct {
 	// InjectedSources are the peers whose answers were injected in this
 	// step, in order: max_midstream_injections_per_round caps their number.
 	InjectedSources []string `json:"injected_sources,omitempty"`
+	// StartedAt is when the step first started, so the round timeouts
+	// count from there across resumes; WrapUpSent records the soft
+	// timeout's guidance and Denied the tool calls refused after the hard
+	// timeout.
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	WrapUpSent bool      `json:"wrap_up_sent,omitempty"`
+	Denied     int       `json:"timeout_denied,omitempty"`
 	// Checklist is the checklist policy's state (gated steps only).
 	Checklist *ChecklistState `json:"checklist,omitempty"`
 	// Final is the step's action once it is decided; resuming a finished
@@ -199,7 +218,13 @@ const (
 	ReasonAnswerLimit        = "answer_limit"
 	ReasonDuplicateAnswer    = "duplicate_answer"
 	ReasonNotNovel           = "answer_not_novel"
+	ReasonRoundTimeout       = "round_timeout" // workspace tools called past the hard timeout
 )
+
+// MaxDeniedAfterTimeout is how many tool calls refused after the hard
+// round timeout end the step: a model that ignores the wrap-up and the
+// refusals would otherwise run until MaxTurns.
+const MaxDeniedAfterTimeout = 3
 
 // EnforcementError means the model did not produce a valid workflow action
 // within the allowed attempts. Retrying the same step rarely helps, so the

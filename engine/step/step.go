@@ -246,6 +246,9 @@ func (p *prep) view(ctx context.Context, snap *session.Snapshot, o Options, visi
 		return in, err
 	}
 	in.Task, in.EvalCriteria, in.Tally, in.Tag = o.Task, criteria, o.Tally, o.Tag
+	// The round timeouts: the initial one for the agent's first step.
+	in.RoundTimeout, in.RoundTimeoutGrace = o.Config.Orchestrator.RoundTimeout(stepNo == 1)
+	in.Now = o.Now
 	dir, err := p.evaluation(ctx, o, &in, agentCfg, criteria, stepNo)
 	if err != nil {
 		return in, err
