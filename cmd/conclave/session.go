@@ -55,6 +55,10 @@ func newSessionCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := sameTeam(agents, snap.Info); err != nil {
+				return err
+			}
+			snap.KeepTeam()
 			if err := snap.Include(agents); err != nil {
 				return fmt.Errorf("--agents: %w", err)
 			}
@@ -141,6 +145,20 @@ func verdictOptions(cfgPath string, info *session.Info) (coord.VerdictOptions, e
 		o.Decomposition = info.Mode == string(config.ModeDecomposition)
 	}
 	return o, nil
+}
+
+// sameTeam refuses --agents that disagree with the team session.json
+// records, as `conclave step` does: the two must judge the same team.
+func sameTeam(given []string, info *session.Info) error {
+	if len(given) == 0 || info == nil || len(info.Agents) == 0 {
+		return nil
+	}
+	a, b := slices.Sorted(slices.Values(given)), slices.Sorted(slices.Values(info.Agents))
+	if !slices.Equal(slices.Compact(a), slices.Compact(b)) {
+		return fmt.Errorf("--agents %s disagrees with the team in %s (%s); pass the session's team or none",
+			strings.Join(given, ","), session.InfoKey, strings.Join(info.Agents, ","))
+	}
+	return nil
 }
 
 // openSessionDir opens an existing session; unlike storage.Open it refuses a

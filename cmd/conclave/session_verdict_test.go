@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,4 +140,35 @@ func TestSessionStatusDecomposition(t *testing.T) {
 	code, _, errs := runCLI(t, "session", "status", "--session-dir", dir, "--config", orchestratorConfig(t, "  coordination_mode: voting\n"))
 	require.Equal(t, 1, code)
 	require.True(t, strings.Contains(errs, `records mode "decomposition"`), errs)
+}
+
+// Found by trying to break step mode: a folder of an agent outside
+// session.json's team is neither listed, counted nor relaunched (it won
+// the session before), and --agents that contradict session.json are
+// refused, as `conclave step` refuses them.
+func TestSessionStatusKeepsToTheTeam(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "session.json"),
+		[]byte(`{"task":"t","agents":["agent_a","agent_b"],"mode":"voting","created_at":"2026-03-20T22:32:03Z"}`), 0o644))
+	answers(t, dir, "agent_a", "agent_b", "agent_z")
+	seen := `{"agent_a":1,"agent_b":1,"agent_z":1}`
+	voteStep(t, dir, "agent_a", "002", "agent_a", seen)
+	voteStep(t, dir, "agent_z", "002", "agent_z", seen)
+	voteStep(t, dir, "agent_b", "002", "agent_z", seen)
+	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, errs, `agent "agent_z" is not in the session's team`)
+	var s statusOut
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.NotEqual(t, "agent_z", s.Winner)
+	require.NotContains(t, s.Agents, "agent_z")
+	require.NotContains(t, s.Relaunch, "agent_z")
+
+	for _, team := range []string{"agent_a", "agent_a,agent_b,agent_d"} {
+		code, _, errs := runCLI(t, "session", "status", "--session-dir", dir, "--agents", team)
+		require.Equal(t, 1, code, team)
+		require.Contains(t, errs, "disagrees with the team in session.json")
+	}
+	code, _, errs = runCLI(t, "session", "status", "--session-dir", dir, "--agents", "agent_b,agent_a")
+	require.Equal(t, 0, code, errs)
 }

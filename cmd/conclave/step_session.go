@@ -110,6 +110,7 @@ func planStep(ctx context.Context, st storage.Store, self string, orch config.Or
 	if err != nil {
 		return stepPlan{}, fmt.Errorf("%w: %v", step.ErrBadInput, err)
 	}
+	snap.KeepTeam()
 	if err := snap.Include([]string{self}); err != nil {
 		return stepPlan{}, fmt.Errorf("%w: %v", step.ErrBadInput, err)
 	}

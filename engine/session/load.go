@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -359,4 +360,24 @@ func (s *Snapshot) Include(ids []string) error {
 		return s.Agents[i].ID < s.Agents[j].ID
 	})
 	return nil
+}
+
+// KeepTeam drops the agents that are not in session.json's team — folders
+// a person or another tool put there — and reports each as a problem, so
+// they are neither counted nor relaunched. Without a recorded team it
+// changes nothing.
+func (s *Snapshot) KeepTeam() {
+	if s.Info == nil || len(s.Info.Agents) == 0 {
+		return
+	}
+	kept := s.Agents[:0]
+	for _, a := range s.Agents {
+		if slices.Contains(s.Info.Agents, a.ID) {
+			kept = append(kept, a)
+			continue
+		}
+		s.Problems = append(s.Problems, Problem{AgentPrefix(a.ID), fmt.Sprintf("agent %q is not in the session's team (%s in %s); ignored",
+			a.ID, strings.Join(s.Info.Agents, ","), InfoKey)})
+	}
+	s.Agents = kept
 }

@@ -76,6 +76,7 @@ func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, llm.Usage, e
 	if err != nil {
 		return nil, usage, err
 	}
+	snap.KeepTeam() // folders of agents outside the team are not counted
 	if err := snap.Include(o.Config.AgentIDs()); err != nil {
 		return nil, usage, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}

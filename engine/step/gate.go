@@ -50,6 +50,7 @@ func (g *answerGate) AdmitAnswer(ctx context.Context, seen map[string]int) (stri
 		if err != nil {
 			return "", err
 		}
+		snap.KeepTeam() // folders of agents outside the team are not counted
 		if err := snap.Include(g.team); err != nil {
 			return "", err
 		}

@@ -54,6 +54,7 @@ func Present(ctx context.Context, o PresentOptions) (*session.FinalAnswer, llm.U
 	if err != nil {
 		return nil, usage, err
 	}
+	snap.KeepTeam() // folders of agents outside the team are not counted
 	if err := snap.Include(o.Config.AgentIDs()); err != nil {
 		return nil, usage, fmt.Errorf("%w: %v", ErrBadInput, err)
 	}

@@ -111,6 +111,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	snap.KeepTeam() // folders of agents outside the team are not counted
 	if got.launchErr != nil {
 		return nil, got.launchErr // fenced before it started: no model call
 	}
