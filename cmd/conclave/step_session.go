@@ -161,3 +161,22 @@ func fenceAttempt(ctx context.Context, st storage.Store, agent string, n int, ca
 	}
 	return session.WriteJSON(ctx, st, session.LaunchKey(agent, n), session.LaunchFile{Fenced: true, Reason: cause.Error()})
 }
+
+// countFailure records one more step of the agent in a row that ended
+// without an action (agents/<id>/failures.json); at
+// session.MaxStepFailures the agent counts as failed, is no longer
+// relaunched, and a session whose agents all failed ends. An action clears
+// the count.
+func countFailure(ctx context.Context, st storage.Store, agent string, cause error) error {
+	ctx = context.WithoutCancel(ctx)
+	var f session.Failures
+	if err := session.ReadJSON(ctx, st, session.FailuresKey(agent), &f); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		f = session.Failures{} // a damaged record starts over
+	}
+	f.InARow++
+	f.Last = cause.Error()
+	if len(f.Last) > 300 {
+		f.Last = f.Last[:300] + "…"
+	}
+	return session.WriteJSON(ctx, st, session.FailuresKey(agent), f)
+}

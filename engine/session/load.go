@@ -120,6 +120,7 @@ func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 		return nil, fmt.Errorf("list the session's agents in %s: %w", st.Location(), err)
 	}
 	steps := map[string]map[int]map[string]bool{} // agent → step → file names
+	failing := map[string]bool{}                  // agents with a failures.json
 	for _, key := range keys {
 		parts := strings.SplitN(strings.TrimPrefix(key, AgentsPrefix), "/", 3)
 		if len(parts) < 2 {
@@ -134,6 +135,9 @@ func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 			steps[agent] = map[int]map[string]bool{}
 		}
 		if len(parts) == 2 {
+			if parts[1] == failuresFile {
+				failing[agent] = true
+			}
 			continue // last_action.json and other per-agent files
 		}
 		step, ok := parseStepName(parts[1])
@@ -160,7 +164,12 @@ func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		wg.Go(func() { agents[i], errs[i] = subs[i].loadAgent(ctx, st, team, id, steps[id]) })
+		wg.Go(func() {
+			agents[i], errs[i] = subs[i].loadAgent(ctx, st, team, id, steps[id])
+			if errs[i] == nil && failing[id] {
+				errs[i] = subs[i].loadFailures(ctx, st, &agents[i])
+			}
+		})
 	}
 	wg.Wait()
 	for i := range ids {
@@ -380,4 +389,37 @@ func (s *Snapshot) KeepTeam() {
 			a.ID, strings.Join(s.Info.Agents, ","), InfoKey)})
 	}
 	s.Agents = kept
+}
+
+// failuresFile is step mode's per-agent record of steps that ended without
+// an action, in a row: agents/<id>/failures.json.
+const failuresFile = "failures.json"
+
+// FailuresKey is where an agent's failures.json lives.
+func FailuresKey(agent string) string { return AgentPrefix(agent) + failuresFile }
+
+// MaxStepFailures is how many steps in a row may end without an action
+// before step mode drops the agent, as the workflow drops an agent whose
+// step failed for good: an external orchestrator's loop then ends.
+const MaxStepFailures = 3
+
+// Failures is failures.json: the steps of an agent that ended without an
+// action since its last action, and why the latest did.
+type Failures struct {
+	InARow int    `json:"in_a_row"`
+	Last   string `json:"last"`
+}
+
+// loadFailures marks an agent failed when its failures.json counts
+// MaxStepFailures steps in a row without an action.
+func (s *Snapshot) loadFailures(ctx context.Context, st storage.Store, a *Agent) error {
+	var f Failures
+	if err := ReadJSON(ctx, st, FailuresKey(a.ID), &f); err != nil {
+		return s.problemOrFail(FailuresKey(a.ID), err)
+	}
+	if f.InARow >= MaxStepFailures {
+		a.Failed = true
+		a.FailReason = fmt.Sprintf("%d steps in a row ended without an action; the last: %s", f.InARow, f.Last)
+	}
+	return nil
 }
