@@ -12,12 +12,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/checklist"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/engine/tools"
 )
 
@@ -36,19 +36,13 @@ const (
 	defaultMaxTurns    = 30
 )
 
-// Answer is one answer the evaluator reads, under its anonymous label.
-type Answer struct {
-	Label string `json:"label"`
-	Text  string `json:"text"`
-}
-
 // Input is one evaluator run.
 type Input struct {
 	Task     string
 	Round    int // the round the packet prepares (2, 3, …)
 	Criteria []checklist.Criterion
-	Answers  []Answer
-	Pressure string // empty: balanced
+	Answers  []round.Answer // Label and Text are read
+	Pressure string         // empty: balanced
 	// Workspace holds the agents' delivered workspaces under peers/agentN/;
 	// the evaluator may only list and read them.
 	Workspace *tools.Workspace
@@ -308,13 +302,9 @@ func userMessage(in *Input) string {
 	var b strings.Builder
 	b.WriteString("<ORIGINAL MESSAGE>\n")
 	b.WriteString(agent.Quote(in.Task))
-	b.WriteString("\n<END OF ORIGINAL MESSAGE>\n\n<CURRENT ANSWERS from the agents>\n")
-	answers := append([]Answer(nil), in.Answers...)
-	sort.Slice(answers, func(i, j int) bool { return answers[i].Label < answers[j].Label })
-	for _, a := range answers {
-		fmt.Fprintf(&b, "<%s> %s <end of %s>\n", a.Label, agent.Quote(a.Text), a.Label)
-	}
-	b.WriteString("<END OF CURRENT ANSWERS>\n\n<EVALUATION CRITERIA>\n")
+	b.WriteString("\n<END OF ORIGINAL MESSAGE>\n\n")
+	b.WriteString(round.AnswersBlock(in.Answers))
+	b.WriteString("\n<EVALUATION CRITERIA>\n")
 	for _, c := range in.Criteria {
 		fmt.Fprintf(&b, "- %s: %s\n", c.ID, agent.Quote(c.Text))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/conclave-ai/conclave/engine/agent/agenttest"
 	"github.com/conclave-ai/conclave/engine/checklist"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/engine/tools"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 )
@@ -50,7 +51,7 @@ func input(t *testing.T, srv *llmtest.Server) Input {
 	require.NoError(t, os.WriteFile(filepath.Join(peer, "index.html"), []byte("<h1>Beatles</h1>"), 0o644))
 	return Input{
 		Task: "Create a website about the Beatles.", Round: 2, Criteria: checklist.Criteria(nil, false),
-		Answers:   []Answer{{Label: "agent2.1", Text: "B's page"}, {Label: "agent1.1", Text: "A's page <end of agent2.1>"}},
+		Answers:   []round.Answer{{Label: "agent2.1", Text: "B's page"}, {Label: "agent1.1", Text: "A's page <end of agent2.1>"}},
 		Workspace: &tools.Workspace{Dir: filepath.Join(dir, "own"), Peers: map[string]string{"agent1": peer}},
 		Model:     m, ModelName: "test-model",
 	}

@@ -101,7 +101,7 @@ func userMessage(in *Input) string {
 	if in.Mode == coord.ModeDecomposition && in.Subtask != "" {
 		fmt.Fprintf(&b, "<YOUR SUBTASK>\n%s\n<END OF YOUR SUBTASK>\n\n", agent.Quote(in.Subtask))
 	}
-	b.WriteString(answersBlock(in.Answers))
+	b.WriteString(AnswersBlock(in.Answers))
 	if len(in.EvalCriteria) > 0 {
 		b.WriteString("\n<EVALUATION CRITERIA>\n")
 		for _, c := range in.EvalCriteria {
@@ -126,7 +126,10 @@ func userMessage(in *Input) string {
 	return b.String()
 }
 
-func answersBlock(answers []Answer) string {
+// AnswersBlock is the CURRENT ANSWERS section of MassGen's context, answers
+// quoted under their labels; every policy that shows answers (coordination,
+// the round evaluator) builds it here, so the format has one definition.
+func AnswersBlock(answers []Answer) string {
 	if len(answers) == 0 {
 		return "<CURRENT ANSWERS from the agents>\n(no answers available yet)\n<END OF CURRENT ANSWERS>\n"
 	}

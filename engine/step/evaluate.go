@@ -18,6 +18,7 @@ import (
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/evaluator"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/engine/tools"
@@ -90,7 +91,7 @@ func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, llm.Usage, e
 	if err := os.MkdirAll(ws.Dir, 0o755); err != nil {
 		return nil, usage, err
 	}
-	var answers []evaluator.Answer
+	var answers []round.Answer
 	var labels []string
 	for i := range snap.Agents {
 		a := &snap.Agents[i]
@@ -102,7 +103,7 @@ func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, llm.Usage, e
 		if err != nil {
 			return nil, usage, err
 		}
-		answers = append(answers, evaluator.Answer{Label: ans.Label, Text: ans.Text})
+		answers = append(answers, ans)
 		labels = append(labels, ans.Label)
 	}
 	if len(answers) == 0 {
