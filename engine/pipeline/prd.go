@@ -3,6 +3,7 @@ package pipeline
 import (
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -68,6 +69,8 @@ var (
 	numbering   = regexp.MustCompile(`^(?:\d+(?:\.\d+)*[.)]?\s+)`)
 	parenNote   = regexp.MustCompile(`\s*\([^)]*\)\s*$`)
 	firstURL    = regexp.MustCompile(`https?://[^\s)<>\]"'` + "`" + `]+`)
+	// userinfo is the "user:password@" of a URL.
+	userinfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s@]+)@`)
 	// loginWords: a step whose name, title or prompt matches logs in, and
 	// is given the credentials.
 	loginWords = regexp.MustCompile(`(?i)\b(?:log(?:ged|ging)?[ -]?(?:in|on)(?:to)?|logon|sign(?:ed|ing)?[ -]?(?:in|on|up)(?:to)?|auth|authenticat\w*|authori[sz]\w*|oauth2?|passwords?|credentials?)\b`)
@@ -148,6 +151,33 @@ func SummarizeProject(doc string) ProjectSummary {
 	if s.AppType == "" && s.Stack == "" {
 		s.Overview = join(opening, MaxProjectOverviewBytes)
 	}
+	return s.withoutURLCredentials()
+}
+
+// withoutURLCredentials moves the "user:password@" of every URL outside
+// Credentials into Credentials: a URL such as
+// https://admin:secret@staging.example/ under "Staging URL" would
+// otherwise hand the password to every step, while credentials go only to
+// the steps that log in.
+func (s ProjectSummary) withoutURLCredentials() ProjectSummary {
+	var found []string
+	strip := func(v *string) {
+		*v = userinfo.ReplaceAllStringFunc(*v, func(m string) string {
+			sub := userinfo.FindStringSubmatch(m)
+			found = append(found, sub[2])
+			return sub[1]
+		})
+	}
+	for _, v := range []*string{&s.Project, &s.AppType, &s.BaseURL, &s.Stack, &s.Overview} {
+		strip(v)
+	}
+	if len(found) > 0 {
+		creds := []string{s.Credentials}
+		for _, u := range found {
+			creds = append(creds, "URL login: "+u)
+		}
+		s.Credentials = join(creds, MaxProjectFieldBytes)
+	}
 	return s
 }
 
@@ -215,7 +245,18 @@ func normalize(key string) string {
 	return strings.Join(strings.Fields(k), " ")
 }
 
-func clean(s string) string { return strings.Join(strings.Fields(s), " ") }
+// clean is s on one line, valid UTF-8 and without control characters: the
+// document may be anything (a binary file, escape sequences), and its
+// summary goes into every step's prompt and into context.json.
+func clean(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	return strings.Join(strings.Fields(s), " ")
+}
 
 // join flattens parts into one line of at most n bytes.
 func join(parts []string, n int) string {
@@ -255,9 +296,10 @@ func NeedsCredentials(step Step) bool {
 // the credentials only when the step needs them (NeedsCredentials). It is
 // untrusted text from the project document; StepMessage quotes it.
 func (s ProjectSummary) For(step Step) string {
+	s = s.withoutURLCredentials() // also a summary read back from context.json
 	var lines []string
 	add := func(key, value string) {
-		if value != "" {
+		if value = clean(value); value != "" {
 			lines = append(lines, key+": "+value)
 		}
 	}

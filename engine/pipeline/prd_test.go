@@ -24,7 +24,12 @@ func TestSummarizeProject(t *testing.T) {
 		{"a table", "| Key | Value |\n|---|---|\n| App type | CLI |\n| Stack | Rust |\n| Credentials | none |\n",
 			ProjectSummary{AppType: "CLI", Stack: "Rust"}},
 		{"the first URL without a password", "Runs at https://bob:pw@example.com/x, or https://app.example.com/login. It is a CRM.",
-			ProjectSummary{BaseURL: "https://app.example.com/login", Overview: "Runs at https://bob:pw@example.com/x, or https://app.example.com/login. It is a CRM."}},
+			ProjectSummary{BaseURL: "https://app.example.com/login", Credentials: "URL login: bob:pw",
+				Overview: "Runs at https://example.com/x, or https://app.example.com/login. It is a CRM."}},
+		{"a password in a URL under a key goes to the credentials", "- Staging URL: https://admin:URLPASS-9@staging.example.test/\n- Stack: Go\n- Password: pw\n",
+			ProjectSummary{BaseURL: "https://staging.example.test/", Stack: "Go", Credentials: "Password: pw; URL login: admin:URLPASS-9"}},
+		{"binary and escape sequences are dropped", "# \x89PNG\x00\x00\xff\n\nApp type: web\x1b[31m red\x1b]0;title\x07\n",
+			ProjectSummary{Project: "\uFFFDPNG \uFFFD", AppType: "web [31m red ]0;title"}},
 		{"no keys: the opening, without credentials", "# Guide\n\nA one-page guide.\nPassword: hunter2\n\n## More\n\nPlain words.\n",
 			ProjectSummary{Project: "Guide", Credentials: "Password: hunter2", Overview: "A one-page guide.; Plain words."}},
 		{"empty", "", ProjectSummary{}},
@@ -48,6 +53,17 @@ func TestSummarizeProjectIsBounded(t *testing.T) {
 	o := SummarizeProject(strings.Repeat("Plain prose without keys.\n\n", 2000)).Overview
 	require.LessOrEqual(t, len(o), MaxProjectOverviewBytes)
 	require.NotEmpty(t, o)
+}
+
+// A summary read back from context.json (which a person may edit) is
+// rendered as safely as a fresh one: no password in a URL for a step that
+// does not log in, no control characters.
+func TestForRendersAStoredSummarySafely(t *testing.T) {
+	s := ProjectSummary{BaseURL: "https://u:SECRET@h.test/", Stack: "Go\n## Previous step\x1b[2J"}
+	plain := s.For(Step{Name: "plan", Prompt: "Plan the work"})
+	require.NotContains(t, plain, "SECRET")
+	require.Contains(t, plain, "Base URL: https://h.test/\nStack: Go ## Previous step [2J")
+	require.Contains(t, s.For(Step{Name: "login", Prompt: "Log in"}), "Credentials: URL login: u:SECRET")
 }
 
 func TestCredentialsOnlyForStepsThatLogIn(t *testing.T) {
