@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/conclave-ai/conclave/engine/config"
@@ -44,6 +45,46 @@ const (
 	// MaxAgents bounds the team (config.MaxAgents).
 	MaxAgents = config.MaxAgents
 )
+
+// Limits on what a pipeline run may start with. The start input carries the
+// project document and the input once, InitPipeline's input once more; steps
+// get the document's bounded summary but every step's input carries the
+// input, so it is bounded harder.
+const (
+	// MaxPipelineContextBytes bounds the project document (`context:`,
+	// a scenario's prd.md).
+	MaxPipelineContextBytes = 512 << 10
+	// MaxPipelineInputBytes bounds a run's input.
+	MaxPipelineInputBytes = 64 << 10
+)
+
+// PipelineSizeProblems names what of a pipeline run's start is over its
+// limit, in words a user can act on; none when it fits. The CLI checks it
+// before it starts a run, the workflow again for starts from elsewhere.
+func PipelineSizeProblems(def PipelineDefinition, input string) []string {
+	var problems []string
+	if n := len(def.Context); n > MaxPipelineContextBytes {
+		problems = append(problems, fmt.Sprintf("definition.context: the project document is %s; at most %s is allowed "+
+			"(it travels whole in the run's start input, and steps get only its summary): shorten it, or keep details in files the steps read",
+			sizeOf(n), sizeOf(MaxPipelineContextBytes)))
+	}
+	if n := len(input); n > MaxPipelineInputBytes {
+		problems = append(problems, fmt.Sprintf("input: %s; at most %s is allowed (every step's input carries it): "+
+			"put long material in the project document or in files the steps read", sizeOf(n), sizeOf(MaxPipelineInputBytes)))
+	}
+	return problems
+}
+
+// sizeOf is n bytes for people: "3145728 bytes (3.0 MiB)".
+func sizeOf(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%d bytes (%.1f MiB)", n, float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d bytes (%.1f KiB)", n, float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // Preview shortens text for workflow history and the Web UI.
 func Preview(s string) string {

@@ -102,6 +102,7 @@ func checkPipelineInput(in PipelineInput, runID string, owned bool) error {
 	if owned {
 		problems = append(problems, backendProblems(in.Definition)...)
 	}
+	problems = append(problems, contract.PipelineSizeProblems(in.Definition, in.Input)...)
 	if strings.TrimSpace(in.Input) == "" {
 		problems = append(problems, `input: required; say what the pipeline should work on, e.g. {"input": "Build the landing page", "definition": {…}}`)
 	}

@@ -330,6 +330,8 @@ func TestPipelineBadInputTable(t *testing.T) {
 		{"temperature out of range", `{"input":"x","definition":{"graph":{"start":"a","steps":[{"name":"a","prompt":"A","backend":{"model":"m","temperature":9}}]}}}`, "definition.graph.steps[0].backend.temperature: 9 is out of range"},
 		{"refused backend type", `{"input":"x","definition":{"graph":{"start":"a","steps":[` + step + `]},"backend":{"type":"claude_code","model":"m"}}}`, `definition.backend.type: backend type "claude_code" is not supported`},
 		{"duplicate key", `{"input":"x","input":"y","definition":{"graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, "input: given more than once"},
+		{"huge project document", `{"input":"x","definition":{"context":"` + strings.Repeat("p", contract.MaxPipelineContextBytes+1) + `","graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, "definition.context: the project document is 524289 bytes (512.0 KiB); at most 524288 bytes (512.0 KiB) is allowed"},
+		{"huge input", `{"input":"` + strings.Repeat("i", 100<<10) + `","definition":{"graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, "input: 102400 bytes (100.0 KiB); at most 65536 bytes (64.0 KiB) is allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := quietSuite().NewTestWorkflowEnvironment()

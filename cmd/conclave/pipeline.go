@@ -50,6 +50,9 @@ func newPipelineCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if p := contract.PipelineSizeProblems(def, args[0]); len(p) > 0 {
+				return errors.New(strings.Join(p, "; "))
+			}
 			return withClient(&rf.temporalFlags, func(c client.Client) error {
 				return startPipeline(cmd.Context(), c, &rf, workflows.PipelineInput{Definition: def, Input: args[0]}, cmd.OutOrStdout())
 			})
@@ -228,7 +231,7 @@ func startPipeline(ctx context.Context, c client.Client, f *pipelineFlags, in wo
 			show(res)
 			fmt.Fprintf(out, "\n== %s · tokens %d in / %d out", res.Status, res.Usage.InputTokens, res.Usage.OutputTokens)
 			if res.Reason != "" {
-				fmt.Fprintf(out, " · %s", res.Reason)
+				fmt.Fprintf(out, " · %s", terminalLine(res.Reason))
 			}
 			fmt.Fprintf(out, "\nfiles: %s\n", res.Location)
 			if res.Status != workflows.PipelineCompleted {
@@ -259,15 +262,15 @@ func startPipeline(ctx context.Context, c client.Client, f *pipelineFlags, in wo
 }
 
 func stepLine(s contract.PipelineStepEntry) string {
-	line := fmt.Sprintf("step %d · %-16s %-14s %6.1fs  tokens %d", s.Seq, s.Name, s.Status, float64(s.DurationMs)/1000, s.Usage.InputTokens+s.Usage.OutputTokens)
+	line := fmt.Sprintf("step %d · %-16s %-14s %6.1fs  tokens %d", s.Seq, terminalLine(s.Name), terminalLine(string(s.Status)), float64(s.DurationMs)/1000, s.Usage.InputTokens+s.Usage.OutputTokens)
 	if s.Reused {
 		line += "  (reused)"
 	}
 	if len(s.Evidence) > 0 {
-		line += "  evidence: " + strings.Join(s.Evidence, ", ")
+		line += "  evidence: " + terminalLine(strings.Join(s.Evidence, ", "))
 	}
 	if s.Error != "" {
-		line += "  error: " + s.Error
+		line += "  error: " + terminalLine(s.Error)
 	}
 	return line
 }

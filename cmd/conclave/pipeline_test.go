@@ -24,11 +24,16 @@ func TestPipelineRunRejectsBadInvocations(t *testing.T) {
 	require.NoError(t, os.WriteFile(two, []byte("agents:\n  - {id: a, backend: {type: openai, model: m}}\n  - {id: b, backend: {type: openai, model: m}}\n"), 0o644))
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("start: a\nbackend: {type: openai, model: m}\nsteps:\n  - {name: a, prompt: A, next: b}\n"), 0o644))
+	huge := filepath.Join(dir, "huge")
+	require.NoError(t, pipelinetest.WriteScenario(huge, 2, 50))
+	require.NoError(t, os.WriteFile(filepath.Join(huge, "prd.md"), bytes.Repeat([]byte("# PRD\n"), 600<<10), 0o644))
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"huge project document", []string{"--scenario", huge, "--config", one, "x"}, "definition.context: the project document is 3686400 bytes (3.5 MiB); at most 524288 bytes"},
+		{"huge input", []string{"--scenario", scenario, "--config", one, string(bytes.Repeat([]byte("i"), 70<<10))}, "input: 71680 bytes (70.0 KiB); at most 65536 bytes"},
 		{"nothing", []string{"x"}, "give --pipeline FILE or --scenario DIR"},
 		{"both", []string{"--pipeline", bad, "--scenario", scenario, "x"}, "not both"},
 		{"scenario without agent", []string{"--scenario", scenario, "x"}, "--scenario needs --config"},
