@@ -59,14 +59,14 @@ func presentBrief(in *Input) string {
 	switch {
 	case in.Decomposition:
 		return presentDecomposition
-	case in.Synthesize && in.Voted && in.Winner != "":
-		return fmt.Sprintf(presentSynthesizeWinner, in.Winner)
-	case in.Synthesize:
+	case !in.Voted || in.Winner == "":
+		// skip_voting, quick synthesize, a stall: nobody chose an answer,
+		// whatever the strategy.
 		return presentSynthesizeNeutral
-	case in.Winner != "":
-		return fmt.Sprintf(presentWinner, in.Winner)
+	case in.Synthesize:
+		return fmt.Sprintf(presentSynthesizeWinner, in.Winner)
 	}
-	return presentSynthesizeNeutral
+	return fmt.Sprintf(presentWinner, in.Winner)
 }
 
 func systemMessage(in *Input) string {
@@ -120,7 +120,7 @@ func userMessage(in *Input) string {
 		b.WriteString(formatTally(in.Tally))
 		b.WriteString(". Vote again for the answer you find best; a clear majority ends the discussion.\n")
 	}
-	if in.Mode == coord.ModePresent && in.Winner != "" && !in.Decomposition {
+	if in.Mode == coord.ModePresent && in.Voted && in.Winner != "" && !in.Decomposition {
 		fmt.Fprintf(&b, "\nThe selected answer is %s.\n", in.Winner)
 	}
 	return b.String()

@@ -28,7 +28,9 @@ func TestPresentationBriefNamesTheWinner(t *testing.T) {
 		{"synthesize after votes", config.FinalSynthesize, true, false,
 			[]string{"your answer agent2.1 was selected", "primary basis"}, []string{"No answer was chosen"}},
 		{"synthesize without votes", config.FinalSynthesize, false, false,
-			[]string{"No answer was chosen by a vote"}, []string{"was selected"}},
+			[]string{"No answer was chosen by a vote"}, []string{"was selected", "The selected answer"}},
+		{"winner_present without votes", config.FinalWinnerPresent, false, false,
+			[]string{"No answer was chosen by a vote"}, []string{"voted", "was selected", "The selected answer"}},
 		{"decomposition", config.FinalSynthesize, false, true,
 			[]string{"you assemble the final answer from their parts"}, []string{"voted", "was selected"}},
 	}
