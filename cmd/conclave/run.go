@@ -251,7 +251,7 @@ func progress(s coord.Status, retrying []retryingStep) string {
 			}
 		}
 		if a.State == coord.StateFailed && a.FailReason != "" {
-			fmt.Fprintf(&b, "  %-12s %-9s %s\n", id, a.State, a.FailReason)
+			fmt.Fprintf(&b, "  %-12s %-9s %s\n", id, a.State, terminalLine(a.FailReason))
 			continue
 		}
 		retry := ""
@@ -279,10 +279,10 @@ func printResult(out io.Writer, r workflows.CoordinationResult, link string) {
 	fmt.Fprintf(out, "\n== %s: winner %s · votes %s · tokens %d in / %d out · cost %s\n\n%s\n\n",
 		r.Status, r.Winner, formatVotes(r.Votes), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.Cost(), r.FinalAnswer)
 	for _, id := range slices.Sorted(maps.Keys(r.FailedAgents)) {
-		fmt.Fprintf(out, "dropped %s: %s\n", id, r.FailedAgents[id])
+		fmt.Fprintf(out, "dropped %s: %s\n", id, terminalLine(r.FailedAgents[id]))
 	}
 	if r.PresentationFallback != "" {
-		fmt.Fprintf(out, "the stored answer was used as is: %s\n", r.PresentationFallback)
+		fmt.Fprintf(out, "the stored answer was used as is: %s\n", terminalLine(r.PresentationFallback))
 	}
 	if r.Truncated {
 		fmt.Fprintln(out, "(the answer is longer; the whole text is in the session's final/answer.md)")

@@ -177,7 +177,7 @@ func (is *issues) report(current []issue) string {
 	for _, l := range current {
 		now[l.key] = true
 		if !is.shown[l.key] {
-			fmt.Fprintf(&b, "  ! %s\n", l.text)
+			fmt.Fprintf(&b, "  ! %s\n", terminalLine(l.text))
 		}
 	}
 	is.shown = now
