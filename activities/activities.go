@@ -95,7 +95,16 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 		OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now,
 	})
 	if err != nil {
-		return contract.AgentStepResult{}, classify(err)
+		err = classify(err)
+		if in.Fenced && stepOver(err) {
+			// The step ended for good without an action: fence its folder,
+			// so that nothing reading the session (session status) takes
+			// its checkpoint for a step still running.
+			if _, ferr := session.Fence(ctx, st, agent.ID, in.Step, strconv.Itoa(in.Launch), failureType(err), a.now()); ferr != nil {
+				warn(ctx)("fence %s step %d after it failed: %v", agent.ID, in.Step, ferr)
+			}
+		}
+		return contract.AgentStepResult{}, err
 	}
 	out := res.Outcome
 	return contract.AgentStepResult{
@@ -226,12 +235,33 @@ func warn(ctx context.Context) func(format string, args ...any) {
 	}
 }
 
+// stepOver reports a classified step error after which the step is over
+// for good: the model's doing (enforcement, turn limit, round timeout, a
+// rejected request), which no retry of the step changes.
+func stepOver(err error) bool {
+	switch failureType(err) {
+	case contract.ErrTypeEnforcement, contract.ErrTypeTurnEnded, contract.ErrTypeModel:
+		return true
+	}
+	return false
+}
+
+func failureType(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Type()
+	}
+	return ""
+}
+
 // classify maps engine errors onto Temporal's retry semantics.
 func classify(err error) error {
 	var enf *round.EnforcementError
 	var turns *round.TurnLimitError
 	var me *llm.Error
 	switch {
+	case errors.As(err, &enf) && enf.TurnEnded():
+		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeTurnEnded, err)
 	case errors.As(err, &enf) || errors.As(err, &turns):
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeEnforcement, err)
 	case errors.Is(err, session.ErrSuperseded):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,4 +96,52 @@ func TestFenceStep(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &commit))
 	require.Equal(t, "4", commit.Launch)
 	require.False(t, commit.Fenced)
+}
+
+// A step that ends for good without an action fences its own folder, so
+// that whoever reads the session later (`session status`) does not take
+// its checkpoint for a step still running; the round timeout has its own
+// error type, which the workflow answers with a relaunch.
+func TestAgentStepOverFencesItsFolder(t *testing.T) {
+	for _, tc := range []struct {
+		name, errType string
+		timeout       bool
+	}{
+		{"round timeout", contract.ErrTypeTurnEnded, true},
+		{"no valid action", contract.ErrTypeEnforcement, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			acts, env, cfg, st := setup(t, llmtest.Func(func(llmtest.Request) llmtest.Reply {
+				return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "w", Name: "write_file", Arguments: `{"path":"late.txt","content":"x"}`}}}
+			}))
+			if tc.timeout {
+				cfg.Orchestrator.InitialRoundTimeoutSeconds = 60
+				var mu sync.Mutex
+				at := time.Now()
+				acts.Now = func() time.Time { // a minute passes between two looks at the clock
+					mu.Lock()
+					defer mu.Unlock()
+					at = at.Add(time.Minute)
+					return at
+				}
+			}
+			_, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 7,
+				Task: "t", Config: cfg, Mode: coord.ModeVoting, Visible: map[string]int{}, Fenced: true})
+			var app *temporal.ApplicationError
+			require.True(t, errors.As(err, &app), "%v", err)
+			require.Equal(t, tc.errType, app.Type())
+			require.True(t, app.NonRetryable())
+			if tc.timeout {
+				require.Contains(t, app.Message(), "kept calling tools after the round's time was over")
+			}
+			var launch session.LaunchFile
+			require.NoError(t, session.ReadJSON(context.Background(), storage.Sub(st, "s1"), session.LaunchKey("agent_a", 1), &launch))
+			require.True(t, launch.Fenced)
+			require.Equal(t, tc.errType, launch.Reason)
+			snap, err := session.Load(context.Background(), storage.Sub(st, "s1"))
+			require.NoError(t, err)
+			a, _ := snap.Agent("agent_a")
+			require.False(t, a.Running, "a dead step is not running")
+		})
+	}
 }

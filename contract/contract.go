@@ -78,6 +78,13 @@ const (
 	// retried, so a worker with the session's storage takes the attempt.
 	ErrTypeWrongStorage = "WrongStorage"
 
+	// ErrTypeTurnEnded: an agent step's turn ended without an action
+	// through no fault another step would repeat: it kept calling tools
+	// after the round's hard timeout (seed 001's turn termination), or
+	// peers reached an answer limit while it could not vote yet. Running
+	// it again would resume the same dead end; the workflow relaunches the
+	// agent with the next step instead.
+	ErrTypeTurnEnded = "TurnEnded"
 	// ErrTypeSuperseded: an agent step found its folder fenced off by the
 	// workflow, or held by another launch of the same step number; it
 	// wrote nothing but its checkpoint. Returned as non-retryable.

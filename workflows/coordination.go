@@ -59,6 +59,21 @@ const visibleAnswersChange = "launch-visible-answers"
 // before cancelled at once and relaunched with the same number.
 const fencedStepsChange = "fenced-step-writes"
 
+// turnEndedChange is the workflow.GetVersion change id of steps whose turn
+// ends without failing the agent (contract.ErrTypeTurnEnded): seed 001's
+// round timeout termination, and an answer refused by a limit that peers
+// reached while the step could not vote. The fenced step gives up its
+// number and the agent, keeping its answer and vote, is relaunched with
+// the next one, until maxEndedTurns steps in a row end that way. Runs
+// recorded before failed the agent at the first one.
+const turnEndedChange = "turn-ended-relaunch"
+
+// maxEndedTurns is how many steps in a row of an agent may end without an
+// action before it is failed for good: an agent that never finishes in
+// time would otherwise be relaunched until the orchestrator timeout. It is
+// step mode's session.MaxStepFailures, so both modes drop it alike.
+const maxEndedTurns = 3
+
 // Registry is the part of a Temporal worker (or test environment) that
 // Register needs.
 type Registry interface {

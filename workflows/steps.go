@@ -211,6 +211,23 @@ func (w *coordination) record(ctx workflow.Context, r *stepRun, res contract.Age
 			"agent", r.agent, "step", r.step, "launch", r.launch, "error", err)
 		return false
 	}
+	if err != nil && w.fenced && errors.As(err, &app) && app.Type() == contract.ErrTypeTurnEnded &&
+		workflow.GetVersion(ctx, turnEndedChange, workflow.DefaultVersion, 1) == 1 {
+		if w.state.EndedTurns == nil {
+			w.state.EndedTurns = map[string]int{}
+		}
+		w.state.EndedTurns[r.agent]++
+		if n := w.state.EndedTurns[r.agent]; n < maxEndedTurns {
+			// The activity fenced the folder; the agent keeps what it had
+			// and is relaunched with the next number.
+			w.takeStep(r.agent, r.step)
+			workflow.GetLogger(ctx).Warn("a step's turn ended without an action; relaunching the agent",
+				"agent", r.agent, "step", r.step, "in_a_row", n, "error", err)
+			return false
+		}
+		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d steps in a row ended without an action (last: %s)",
+			maxEndedTurns, app.Message()), contract.ErrTypeTurnEnded, nil)
+	}
 	if err != nil {
 		a.Failed = true
 		a.FailReason = fmt.Sprintf("step %d: %s", r.step, failureReason(err))
@@ -221,6 +238,7 @@ func (w *coordination) record(ctx workflow.Context, r *stepRun, res contract.Age
 		return false
 	}
 	w.stepsDone++
+	delete(w.state.EndedTurns, r.agent)
 	w.apply(a, r.step, res)
 	return res.Action == coord.ActionNewAnswer
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/coord"
@@ -211,10 +212,13 @@ func updateMessage(in *Input, old map[string]Answer, fresh []Answer, human []str
 }
 
 // wrapUpMessage is the soft round timeout's guidance.
-func wrapUpMessage(in *Input, workflow []string) string {
-	msg := fmt.Sprintf("TIME CHECK: the time for this round is up. Do not start new work: finish now by calling a workflow tool (%s) with what you have.", strings.Join(workflow, ", "))
-	if in.RoundTimeoutGrace > 0 {
-		msg += fmt.Sprintf(" In %s only workflow tools will be allowed; other tool calls will be refused.", in.RoundTimeoutGrace)
+// allowed are the tools that still run past the hard timeout; elapsed is
+// the step's time so far, so a step resumed late is not promised a grace
+// that is already over.
+func wrapUpMessage(in *Input, allowed []string, elapsed time.Duration) string {
+	msg := fmt.Sprintf("TIME CHECK: the time for this round is up. Do not start new work: finish now by calling a workflow tool (%s) with what you have.", strings.Join(allowed, ", "))
+	if left := in.RoundTimeout + in.RoundTimeoutGrace - elapsed; left > 0 {
+		msg += fmt.Sprintf(" In %s only these tools will be allowed; other tool calls will be refused.", left.Round(time.Second))
 	} else {
 		msg += " From now on other tool calls are refused."
 	}

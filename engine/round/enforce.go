@@ -52,14 +52,16 @@ func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, fil
 			workflow = append(workflow, c)
 			continue
 		}
+		// The checklist tools are how a gated agent reaches its vote, so
+		// they stay allowed past the hard timeout (terminal progress).
+		if res, ok := p.checklistCall(t, c); ok {
+			turn.Results[i] = res
+			continue
+		}
 		if hard {
 			// The tool does not run; a resumed step does not replay it.
 			denied++
-			turn.Results[i] = refuse("the time for this round is over: only workflow tools (%s) are allowed now. `%s` was not run; finish with a workflow tool.", strings.Join(p.workflowNames(t), ", "), c.Name)
-			continue
-		}
-		if res, ok := p.checklistCall(t, c); ok {
-			turn.Results[i] = res
+			turn.Results[i] = refuse("the time for this round is over: only workflow tools (%s) are allowed now. `%s` was not run; finish with a workflow tool.", strings.Join(p.allowedAfterTimeout(t), ", "), c.Name)
 			continue
 		}
 		res, ok := files.Call(c)
@@ -92,6 +94,18 @@ func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, fil
 			// this, and the model submits again.
 			out, gateErr = nil, fmt.Errorf("check the answer of %s against the answer limits: %w", p.in.Agent, err)
 			wf = refuse("the answer could not be checked against the answer limits (storage trouble) and was not recorded. Call `new_answer` again.")
+		case refusal != "" && !slices.Contains(p.workflowNames(t), tools.Vote) && p.in.Mode != coord.ModeDecomposition:
+			// Peers used up the limit while this step ran, and it cannot
+			// vote (it has seen no answer: its first step). No action is
+			// left to it, so its turn ends here, without counting against
+			// the agent: the workflow relaunches it to vote.
+			for i, c := range msg.ToolCalls {
+				if tools.IsWorkflowTool(c.Name) {
+					turn.Results[i] = refuse("the answer was not recorded: %s. This step ends; you will be shown the answers and asked to vote.", refusal)
+				}
+			}
+			t.State.Reasons = append(t.State.Reasons, ReasonAnswerLimitNoVote)
+			return turn, &EnforcementError{Agent: p.in.Agent, Attempts: t.State.Attempts, Reasons: t.State.Reasons}
 		case refusal != "":
 			out, reason = nil, ReasonAnswerLimit
 			wf = refuse("the answer was not recorded: %s.", refusal)
@@ -141,6 +155,16 @@ func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, fil
 func (p *policy) workflowNames(t *Transcript) []string {
 	var names []string
 	for _, s := range tools.WorkflowSpecs(p.in.Mode, candidates(p.anon, t.State.Known)) {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// allowedAfterTimeout names the tools that still run past the hard
+// timeout: the workflow tools, and a gated agent's checklist tools.
+func (p *policy) allowedAfterTimeout(t *Transcript) []string {
+	names := p.workflowNames(t)
+	for _, s := range p.checklistTools(t) {
 		names = append(names, s.Name)
 	}
 	return names

@@ -151,7 +151,7 @@ func (p *policy) SafePoint(ctx context.Context, t *Transcript) ([]llm.Message, e
 	}
 	var wrapUp string
 	if !s.WrapUpSent && p.in.RoundTimeout > 0 && p.in.Mode != coord.ModePresent && p.elapsed(t) >= p.in.RoundTimeout {
-		wrapUp = wrapUpMessage(p.in, p.workflowNames(t))
+		wrapUp = wrapUpMessage(p.in, p.allowedAfterTimeout(t), p.elapsed(t))
 		s.WrapUpSent = true
 	}
 	if len(fresh) == 0 && len(u.Human) == 0 {

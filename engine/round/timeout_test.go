@@ -111,3 +111,60 @@ func TestRoundTimeoutSurvivesResume(t *testing.T) {
 	_, err = os.Stat(filepath.Join(in.Workspace.Dir, "b.md"))
 	require.True(t, os.IsNotExist(err), "a refused write is never replayed")
 }
+
+// Past the hard timeout a gated agent may still submit its checklist: it
+// is how it reaches its vote (seed 001: the hard timeout allows terminal
+// progress); workspace tools stay refused.
+func TestChecklistStillRunsAfterTheHardTimeout(t *testing.T) {
+	clk := newClock()
+	srv := llmtest.Start(t,
+		llmtest.Func(func(llmtest.Request) llmtest.Reply {
+			clk.set(10 * time.Minute) // long past soft + grace
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: tools.SubmitChecklist, Arguments: passB}}}
+		}).Once(),
+		llmtest.Call(tools.Vote, `{"agent_id":"agent2","reason":"passes"}`))
+	in := gatedInput(t, srv, ansA, ansB)
+	in.RoundTimeout, in.RoundTimeoutGrace, in.Now = 60*time.Second, 30*time.Second, clk.Now
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, "agent_b", out.Target)
+	second := srv.Requests()[1]
+	require.True(t, second.Contains(`"verdict":"vote"`), "the checklist ran")
+	require.Contains(t, second.Last().Content, "finish now by calling a workflow tool (new_answer, vote, submit_checklist)")
+	require.Contains(t, second.Last().Content, "From now on other tool calls are refused", "no grace is promised once it is over")
+	require.Zero(t, out.Transcript.State.Denied)
+}
+
+// staticGate refuses every answer with its refusal.
+type staticGate string
+
+func (g staticGate) AdmitAnswer(context.Context, map[string]int) (string, error) {
+	return string(g), nil
+}
+
+// Peers used up the global answer limit while this first step ran: it has
+// seen no answer, so it cannot vote, and no attempts are burnt on a step
+// with no legal action — the turn ends at once (the workflow relaunches
+// the agent to vote). A step that can vote is refused and votes instead.
+func TestAnswerLimitOnAStepThatCannotVoteEndsTheTurn(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Call(tools.NewAnswer, `{"content":"my first answer"}`))
+	in := input(t, srv, "agent_c")
+	in.Gate = staticGate("global answer limit reached (2 of 2)")
+	_, err := Run(context.Background(), in)
+	var ee *EnforcementError
+	require.ErrorAs(t, err, &ee)
+	require.True(t, ee.TurnEnded())
+	require.Equal(t, []string{ReasonAnswerLimitNoVote}, ee.Reasons)
+	require.Equal(t, 1, srv.Count(), "one model call, no retries of a dead end")
+	require.Contains(t, err.Error(), "could not vote yet")
+
+	srv = llmtest.Start(t,
+		llmtest.Call(tools.NewAnswer, `{"content":"another answer"}`).Once(),
+		llmtest.Call(tools.Vote, `{"agent_id":"agent2","reason":"fine"}`))
+	in = input(t, srv, "agent_a", ansA, ansB)
+	in.Gate = staticGate("global answer limit reached (2 of 2)")
+	out, err := Run(context.Background(), in)
+	require.NoError(t, err)
+	require.Equal(t, coord.ActionVote, out.Action)
+	require.Contains(t, srv.Requests()[1].Last().Content, "the answer was not recorded: global answer limit reached")
+}

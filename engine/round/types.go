@@ -219,6 +219,9 @@ const (
 	ReasonDuplicateAnswer    = "duplicate_answer"
 	ReasonNotNovel           = "answer_not_novel"
 	ReasonRoundTimeout       = "round_timeout" // workspace tools called past the hard timeout
+	// ReasonAnswerLimitNoVote: an answer limit refused the answer of a
+	// step that cannot vote (it has seen no answer); its turn ends.
+	ReasonAnswerLimitNoVote = "answer_limit_no_vote"
 )
 
 // MaxDeniedAfterTimeout is how many tool calls refused after the hard
@@ -236,8 +239,31 @@ type EnforcementError struct {
 }
 
 func (e *EnforcementError) Error() string {
+	switch e.last() {
+	case ReasonRoundTimeout:
+		return fmt.Sprintf("agent %s kept calling tools after the round's time was over (%d refused calls; %s)",
+			e.Agent, MaxDeniedAfterTimeout, strings.Join(e.Reasons, ", "))
+	case ReasonAnswerLimitNoVote:
+		return fmt.Sprintf("agent %s's answer was refused by an answer limit that peers reached during its step, and it could not vote yet (%s)",
+			e.Agent, strings.Join(e.Reasons, ", "))
+	}
 	return fmt.Sprintf("agent %s produced no valid workflow action in %d attempts (%s)",
 		e.Agent, e.Attempts, strings.Join(e.Reasons, ", "))
+}
+
+func (e *EnforcementError) last() string {
+	if len(e.Reasons) == 0 {
+		return ""
+	}
+	return e.Reasons[len(e.Reasons)-1]
+}
+
+// TurnEnded reports a step whose turn ended without an action through no
+// fault of the agent's that another step would repeat: the round timeout
+// (seed 001's turn termination), or an answer limit reached by peers while
+// it could not vote. The agent goes on with its next step.
+func (e *EnforcementError) TurnEnded() bool {
+	return e.last() == ReasonRoundTimeout || e.last() == ReasonAnswerLimitNoVote
 }
 
 // TurnLimitError means the agent kept calling tools without finishing.
