@@ -307,6 +307,11 @@ func terminal(req Request) string {
 // thousands of bogus labels must not flood the model's context.
 const maxErrors = 20
 
+// Invalid is the validation error of a submission refused before its
+// scores were read (its arguments were over the size limit of a tool
+// call), in the shape Evaluate answers every invalid one with.
+func Invalid(req Request, problem string) Result { return invalid(req, []string{problem}) }
+
 func invalid(req Request, errs []string) Result {
 	if len(errs) > maxErrors {
 		errs = append(errs[:maxErrors:maxErrors], fmt.Sprintf("… and %d more problems", len(errs)-maxErrors))

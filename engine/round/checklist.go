@@ -160,6 +160,9 @@ func (p *policy) checklistCall(t *Transcript, c llm.ToolCall) (tools.Result, boo
 		req.Prior = s.Last.Scores // a delta recheck scores only the new labels
 	}
 	res := checklist.Evaluate(req, c.Arguments)
+	if err := tools.CheckOmitted(c.Name, c.Arguments); err != nil {
+		res = checklist.Invalid(req, err.Error()+"; score each label once with whole numbers, nothing more")
+	}
 	s.History = append(s.History, res)
 	if res.Status != checklist.StatusAccepted {
 		s.Invalid++

@@ -2,6 +2,8 @@ package round
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -287,4 +289,30 @@ func TestChecklistHardening(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, fresh.Requests(), 2, "the forged plan was not resumed")
 	})
+}
+
+// A submission over the size limit of one tool call is refused for its
+// size — not told it lacks a "scores" field — and the corrected one is
+// accepted.
+func TestOversizedChecklistIsRefusedForItsSize(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"scores":{`)
+	for i := range 20000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"agent%d.1":{"E1":9,"E2":9}`, i)
+	}
+	b.WriteString(`}}`)
+	srv := llmtest.Start(t,
+		llmtest.Call(tools.SubmitChecklist, b.String()).Once(),
+		llmtest.Call(tools.SubmitChecklist, passB).Once(),
+		llmtest.Call(tools.Vote, `{"agent_id":"agent2","reason":"passes"}`))
+	out, err := Run(context.Background(), gatedInput(t, srv, ansA, ansB))
+	require.NoError(t, err)
+	require.Equal(t, "agent_b", out.Target)
+	refusal := srv.Requests()[1].Last().Content
+	require.Contains(t, refusal, `"status":"validation_error"`)
+	require.Contains(t, refusal, "over the 262144-byte limit for one tool call")
+	require.NotContains(t, refusal, `with a \"scores\" field`)
 }
