@@ -298,7 +298,7 @@ func (m *massgen) timeout(k, v *yaml.Node, p string) {
 		m.errs = append(m.errs, lineError{v.Line, fmt.Sprintf("%s: %s is out of range; use 1 to %d seconds (a run always has a deadline)", p, v.Value, maxTimeoutSeconds)})
 		return
 	case !deadline && !(s >= 0 && s <= maxTimeoutSeconds):
-		m.errs = append(m.errs, lineError{v.Line, fmt.Sprintf("%s: %s is out of range; use 0 (no round timeout) to %d seconds", p, v.Value, maxTimeoutSeconds)})
+		m.errs = append(m.errs, lineError{v.Line, fmt.Sprintf("%s: %s is out of range; %s", p, v.Value, roundTimeoutRange(k.Value))})
 		return
 	}
 	// MassGen takes fractions; Conclave counts whole seconds.

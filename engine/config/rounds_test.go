@@ -53,7 +53,7 @@ func TestRoundSettings(t *testing.T) {
 			assert.Equal(t, 10, o.InitialRoundTimeoutSeconds)
 		}},
 		{name: "negative in timeout_settings", yaml: "timeout_settings: {round_timeout_grace_seconds: -1}\n",
-			wantErr: "timeout_settings.round_timeout_grace_seconds: -1 is out of range; use 0 (no round timeout)"},
+			wantErr: "timeout_settings.round_timeout_grace_seconds: -1 is out of range; use 0 (the hard timeout is the soft one)"},
 		{name: "negative in orchestrator", yaml: "orchestrator: {subsequent_round_timeout_seconds: -5}\n",
 			wantErr: "orchestrator.subsequent_round_timeout_seconds: -5 is out of range; use 0 (no round timeout)"},
 		{name: "set twice", yaml: "orchestrator: {initial_round_timeout_seconds: 10}\ntimeout_settings: {initial_round_timeout_seconds: 20}\n",

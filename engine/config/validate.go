@@ -211,7 +211,7 @@ func (v *validator) orchestrator(p string, o *Orchestrator, ids []string) {
 		{"round_timeout_grace_seconds", o.RoundTimeoutGraceSeconds},
 	} {
 		if t.n < 0 || t.n > maxTimeoutSeconds {
-			v.add(p+"."+t.key, fmt.Sprintf("%d is out of range; use 0 (no round timeout) to %d seconds", t.n, maxTimeoutSeconds))
+			v.add(p+"."+t.key, fmt.Sprintf("%d is out of range; %s", t.n, roundTimeoutRange(t.key)))
 		}
 	}
 	oneOf(v, p+".round_evaluator_transformation_pressure", o.RoundEvaluatorTransformationPressure, PressureGentle, PressureBalanced, PressureAggressive)
@@ -284,4 +284,13 @@ func keyPath(parent, key string) string {
 
 func indexPath(parent string, i int) string {
 	return parent + "[" + strconv.Itoa(i) + "]"
+}
+
+// roundTimeoutRange says what a round timeout key accepts: 0 switches a
+// timeout off, but a grace of 0 only makes the hard timeout the soft one.
+func roundTimeoutRange(key string) string {
+	if key == "round_timeout_grace_seconds" {
+		return fmt.Sprintf("use 0 (the hard timeout is the soft one) to %d seconds", maxTimeoutSeconds)
+	}
+	return fmt.Sprintf("use 0 (no round timeout) to %d seconds", maxTimeoutSeconds)
 }
