@@ -124,5 +124,11 @@ func ParseAnswerSlotKey(key string) (int, bool) {
 // InboxKey names the n-th runtime human input (1-based, arrival order).
 func InboxKey(n int) string { return fmt.Sprintf("%s%03d.json", InboxPrefix, n) }
 
-// Timestamp formats t the way seed 000's files do: UTC, whole seconds.
-func Timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+// Timestamp formats t as seed 000's files do (RFC 3339, UTC), with
+// microseconds: whole seconds tie for answers stored within one second,
+// and the mid-stream injection cap delivers the newest first by it.
+func Timestamp(t time.Time) string { return t.UTC().Format(TimestampLayout) }
+
+// TimestampLayout is Timestamp's layout; six fractional digits, which every
+// RFC 3339 reader (Python's datetime.fromisoformat included) accepts.
+const TimestampLayout = "2006-01-02T15:04:05.000000Z07:00"

@@ -1,6 +1,9 @@
 package session
 
-import "sort"
+import (
+	"sort"
+	"time"
+)
 
 // AnswerOrder lists the agents with answers by the time of their latest
 // answer, newest last, as coord.TimeoutWinner and coord.Stalled take it.
@@ -14,8 +17,11 @@ func (s *Snapshot) AnswerOrder() []string {
 			answered = append(answered, latest{s.Agents[i].ID, a.Timestamp})
 		}
 	}
-	// RFC 3339 timestamps in UTC sort as strings.
-	sort.SliceStable(answered, func(i, j int) bool { return answered[i].at < answered[j].at })
+	// Parsed, not compared as strings: files written before timestamps had
+	// microseconds ("…:03Z") sort after those written since ("…:03.500000Z")
+	// as strings. An unreadable one counts as the oldest.
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339Nano, s); return t }
+	sort.SliceStable(answered, func(i, j int) bool { return at(answered[i].at).Before(at(answered[j].at)) })
 	out := make([]string, len(answered))
 	for i, a := range answered {
 		out[i] = a.id

@@ -58,7 +58,7 @@ func TestSaveNumbersStepsAndWritesSeedFields(t *testing.T) {
 
 	var ans map[string]any
 	readFile(t, filepath.Join(dir, "agents/agent_a/001/answer.json"), &ans)
-	require.Equal(t, map[string]any{"agent_id": "agent_a", "answer": "first", "timestamp": "2026-03-20T22:32:03Z"}, ans)
+	require.Equal(t, map[string]any{"agent_id": "agent_a", "answer": "first", "timestamp": "2026-03-20T22:32:03.000000Z"}, ans)
 
 	var v map[string]any
 	readFile(t, filepath.Join(dir, "agents/agent_a/002/vote.json"), &v)
@@ -276,4 +276,24 @@ func writeRaw(t *testing.T, dir, key, data string) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
 	require.False(t, strings.Contains(key, ".."))
+}
+
+// Two answers stored within one second keep their order: the mid-stream
+// injection cap delivers the newest source first by these timestamps, and
+// whole seconds tied (the older revision was injected).
+func TestTimestampsOrderAnswersWithinASecond(t *testing.T) {
+	st, _ := newStore(t)
+	older, newer := answer("agent_b", "B2"), answer("agent_c", "C2")
+	older.Now, newer.Now = t0.Add(100*time.Millisecond), t0.Add(450*time.Millisecond)
+	save(t, st, newer)
+	save(t, st, older)
+	snap, err := Load(context.Background(), st)
+	require.NoError(t, err)
+	b, _ := snap.Agent("agent_b")
+	c, _ := snap.Agent("agent_c")
+	tb, err := time.Parse(time.RFC3339Nano, b.Latest().Timestamp)
+	require.NoError(t, err)
+	tc, err := time.Parse(time.RFC3339Nano, c.Latest().Timestamp)
+	require.NoError(t, err)
+	require.True(t, tc.After(tb), "%s after %s", c.Latest().Timestamp, b.Latest().Timestamp)
 }
