@@ -71,6 +71,15 @@ func newSessionCmd() *cobra.Command {
 			}
 			o.SkipVoting = o.SkipVoting || skipVoting
 			out := stepModeStatus(snap, o)
+			if ended, err := endedSession(cmd.Context(), st); err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", err)
+			} else if ended != nil {
+				// The workflow ended it (a timeout, a cancel, its own
+				// verdict): that is the outcome, and nothing is relaunched.
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: the workflow that ran this session ended it (%s, %s); this is its outcome\n", session.StatusKey, ended.Phase)
+				out.Phase, out.Winner, out.Consensus, out.DecidedBy = ended.Phase, ended.Winner, ended.Consensus, ended.DecidedBy
+				out.Relaunch, out.Revote = []string{}, nil
+			}
 			usage, problems := storedUsage(cmd.Context(), st, out.Agents)
 			out.Usage = usage
 			for _, p := range problems {
@@ -241,4 +250,26 @@ func storedUsage(ctx context.Context, st storage.Store, agents map[string]coord.
 		total = total.Add(line.State.Usage)
 	}
 	return total, problems
+}
+
+// endedSession is the final status a Coordination workflow stored in
+// status.json once it ended the session — done, failed, cancelled or
+// timeout — or nil: a step-mode session has none, and a running one is
+// still coordinating. Only the workflow knows a timeout or a cancel, so
+// without it `session status` would relaunch agents of a session that is
+// over.
+func endedSession(ctx context.Context, st storage.Store) (*coord.Status, error) {
+	var s coord.Status
+	err := session.ReadJSON(ctx, st, session.StatusKey, &s)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("%s is unreadable, so a session the workflow ended may look unfinished: %w", session.StatusKey, err)
+	}
+	switch s.Phase {
+	case coord.PhaseDone, coord.PhaseFailed, coord.PhaseCancelled, coord.PhaseTimeout:
+		return &s, nil
+	}
+	return nil, nil
 }

@@ -240,3 +240,30 @@ func TestSessionStatusSkipVoting(t *testing.T) {
 	require.False(t, s.Consensus, "with a vote round the answers are not the end")
 	require.Equal(t, []string{"agent_a", "agent_b", "agent_c"}, s.Relaunch)
 }
+
+// A session the workflow ended on its orchestrator timeout (or a cancel)
+// is over, though its stored votes decide nothing: `session status`
+// reports the workflow's outcome from status.json and relaunches no one,
+// so an external loop stops as the workflow did. While the workflow runs
+// (status.json says coordinating) the stored files are judged as usual.
+func TestSessionStatusReportsTheWorkflowsEnd(t *testing.T) {
+	dir := t.TempDir()
+	writeStep(t, dir, "agent_a", "001", "answer.json", `{"agent_id":"agent_a","answer":"x","timestamp":"2026-03-20T22:32:03Z"}`)
+	writeStep(t, dir, "agent_b", "001", "answer.json", `{"agent_id":"agent_b","answer":"y","timestamp":"2026-03-20T22:32:04Z"}`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "status.json"), []byte(`{"phase":"coordinating","agents":{}}`), 0o644))
+	s := status(t, dir)
+	require.Equal(t, "coordinating", s.Phase)
+	require.ElementsMatch(t, []string{"agent_a", "agent_b"}, s.Relaunch)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "status.json"), []byte(`{"phase":"timeout","winner":"agent_a","agents":{}}`), 0o644))
+	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, errs, "ended it (status.json, timeout)")
+	var ended statusOut
+	require.NoError(t, json.Unmarshal([]byte(out), &ended))
+	require.Equal(t, "timeout", ended.Phase)
+	require.Equal(t, "agent_a", ended.Winner)
+	require.False(t, ended.Consensus)
+	require.Empty(t, ended.Relaunch)
+	require.Len(t, ended.Agents, 2, "the agents are still shown as stored")
+}
