@@ -69,7 +69,9 @@ func TestEndedTurnsRelaunchTheAgent(t *testing.T) {
 			require.False(t, as.Running, "%s is not running", a)
 		}
 	}
-	presenting := func(r llmtest.Request) bool { return strings.Contains(r.Messages[0].Content, "present the final answer") }
+	presenting := func(r llmtest.Request) bool {
+		return strings.Contains(r.Messages[0].Content, "present the final answer")
+	}
 
 	// Peers use up max_new_answers_global while agent_c's slow first step
 	// runs: its answer is refused, its turn ends (it could not vote), and
