@@ -62,6 +62,11 @@ func Present(ctx context.Context, o PresentOptions) (*session.FinalAnswer, llm.U
 	if !ok {
 		return nil, usage, fmt.Errorf("%w: presenter %q is not an agent of the session", ErrBadInput, o.Presenter)
 	}
+	if !anyAnswer(snap) {
+		// Every agent stopped (decomposition) or failed without an answer:
+		// a presenter shown "(no answers available yet)" would invent one.
+		return nil, usage, fmt.Errorf("%w: nothing to present: no agent of the session recorded an answer", ErrBadInput)
+	}
 	anon := coord.AnonymousIDs(teamIDs(snap))
 	latest := presenter.Latest()
 	if latest == nil && o.Strategy != config.FinalSynthesize {
@@ -142,4 +147,14 @@ func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (str
 		}
 	}
 	return out.Answer, out.Usage, nil
+}
+
+// anyAnswer reports whether some agent of the session has an answer.
+func anyAnswer(snap *session.Snapshot) bool {
+	for i := range snap.Agents {
+		if snap.Agents[i].Latest() != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -66,3 +66,22 @@ func TestPresentationBriefNamesTheWinner(t *testing.T) {
 		})
 	}
 }
+
+// A decomposition whose agents all stopped without ever answering has
+// nothing to present: the presentation is refused (the workflow then
+// fails the session) instead of a model inventing a final answer from
+// "(no answers available yet)".
+func TestPresentationRefusesASessionWithoutAnswers(t *testing.T) {
+	st, ctx := store(t), context.Background()
+	cfg := team(t)
+	cfg.Orchestrator.CoordinationMode = config.ModeDecomposition
+	for _, a := range []string{"agent_a", "agent_b"} {
+		_, err := session.Save(ctx, st, session.StepOutput{Agent: a, Step: 1, Action: coord.ActionStop, Summary: "blocked", StopStatus: "blocked", Now: now()})
+		require.NoError(t, err)
+	}
+	srv := llmtest.Start(t, llmtest.Call("new_answer", `{"content":"invented"}`))
+	_, _, err := Present(ctx, PresentOptions{Store: st, Config: cfg, Presenter: "agent_b", Task: "t", Strategy: config.FinalSynthesize, Model: model(t, srv), Now: now})
+	require.ErrorIs(t, err, ErrBadInput)
+	require.ErrorContains(t, err, "no agent of the session recorded an answer")
+	require.Zero(t, srv.Count(), "no model call")
+}
