@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 
@@ -56,6 +57,15 @@ const (
 	MaxPipelineContextBytes = 512 << 10
 	// MaxPipelineInputBytes bounds a run's input.
 	MaxPipelineInputBytes = 64 << 10
+	// MaxPipelineStepsBytes bounds what max_steps steps may put in the
+	// history (a pipeline run does not continue as new): each step's input
+	// carries the input, its own step definition and the project summary,
+	// and a few events around it. Half of Temporal's 50 MiB history limit
+	// leaves room for everything else.
+	MaxPipelineStepsBytes = 25 << 20
+	// pipelineStepOverhead is a step's history besides its input's
+	// variable parts: the summary, the result and the events.
+	pipelineStepOverhead = 8 << 10
 )
 
 // PipelineSizeProblems names what of a pipeline run's start is over its
@@ -71,6 +81,20 @@ func PipelineSizeProblems(def PipelineDefinition, input string) []string {
 	if n := len(input); n > MaxPipelineInputBytes {
 		problems = append(problems, fmt.Sprintf("input: %s; at most %s is allowed (every step's input carries it): "+
 			"put long material in the project document or in files the steps read", sizeOf(n), sizeOf(MaxPipelineInputBytes)))
+	}
+	largest := 0
+	for _, s := range def.Graph.Steps {
+		// A step's JSON (its team config's maps sorted by encoding/json)
+		// is the same on every replay.
+		//workflowcheck:ignore
+		if data, err := json.Marshal(s); err == nil {
+			largest = max(largest, len(data))
+		}
+	}
+	if steps := def.Graph.MaxStepsOf(); steps*(len(input)+largest+pipelineStepOverhead) > MaxPipelineStepsBytes {
+		problems = append(problems, fmt.Sprintf("definition.graph.max_steps: %d steps, each carrying the %s input and a step of up to %s, "+
+			"could outgrow Temporal's 50 MiB history limit (a run's steps may use %s); lower max_steps or shorten the input and the prompts",
+			steps, sizeOf(len(input)), sizeOf(largest), sizeOf(MaxPipelineStepsBytes)))
 	}
 	return problems
 }

@@ -251,7 +251,7 @@ func (p *pipelineRun) advance(r contract.PipelineStepResult) {
 
 func (p *pipelineRun) runStep(ctx workflow.Context, step pipeline.Step, seq int) (contract.PipelineStepResult, error) {
 	in := contract.PipelineStepInput{
-		RunID: p.runID, SessionRef: p.ref, Seq: seq, Step: step.Name, Title: p.in.Definition.Title, Graph: p.graph,
+		RunID: p.runID, SessionRef: p.ref, Seq: seq, Step: step.Name, Title: p.in.Definition.Title, Graph: p.graph.For(step.Name),
 		Backend: p.in.Definition.Backend, Input: p.in.Input, Context: p.contextFor(step), Previous: p.previous(),
 		From: p.from, ResumeKey: p.state.ResumeKey, Resume: p.state.Resume,
 	}

@@ -95,6 +95,22 @@ func (g Graph) Step(name string) (Step, bool) {
 	return Step{}, false
 }
 
+// For is the part of the graph a step runs with: that step alone (its
+// prompt, tools, destinations), under the same start and max_steps. Every
+// step's input carries its graph into the workflow history, so a whole
+// graph there would grow the history by the pipeline's size on every step.
+func (g Graph) For(step string) Graph {
+	s, ok := g.Step(step)
+	if !ok {
+		return g
+	}
+	return Graph{Start: g.Start, MaxSteps: g.MaxSteps, Steps: []Step{s}}
+}
+
+// MaxStepsOf is the number of steps a run of g may take (max_steps, or
+// DefaultMaxSteps).
+func (g Graph) MaxStepsOf() int { return g.maxSteps() }
+
 func (g Graph) maxSteps() int {
 	if g.MaxSteps > 0 {
 		return g.MaxSteps
