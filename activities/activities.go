@@ -240,7 +240,7 @@ func warn(ctx context.Context) func(format string, args ...any) {
 // rejected request), which no retry of the step changes.
 func stepOver(err error) bool {
 	switch failureType(err) {
-	case contract.ErrTypeEnforcement, contract.ErrTypeTurnEnded, contract.ErrTypeModel:
+	case contract.ErrTypeEnforcement, contract.ErrTypeTurnEnded, contract.ErrTypeAnswerRefused, contract.ErrTypeModel:
 		return true
 	}
 	return false
@@ -260,6 +260,8 @@ func classify(err error) error {
 	var turns *round.TurnLimitError
 	var me *llm.Error
 	switch {
+	case errors.As(err, &enf) && enf.TurnEnded() && enf.AnswerRefused():
+		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeAnswerRefused, err)
 	case errors.As(err, &enf) && enf.TurnEnded():
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeTurnEnded, err)
 	case errors.As(err, &enf) || errors.As(err, &turns):

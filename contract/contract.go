@@ -78,13 +78,17 @@ const (
 	// retried, so a worker with the session's storage takes the attempt.
 	ErrTypeWrongStorage = "WrongStorage"
 
-	// ErrTypeTurnEnded: an agent step's turn ended without an action
-	// through no fault another step would repeat: it kept calling tools
-	// after the round's hard timeout (seed 001's turn termination), or
-	// peers reached an answer limit while it could not vote yet. Running
-	// it again would resume the same dead end; the workflow relaunches the
-	// agent with the next step instead.
+	// ErrTypeTurnEnded: an agent step kept calling tools after the
+	// round's hard timeout and was ended without an action (seed 001's
+	// turn termination). Running it again would resume the same dead end;
+	// the workflow relaunches the agent with the next step instead, and
+	// drops it after a few in a row.
 	ErrTypeTurnEnded = "TurnEnded"
+	// ErrTypeAnswerRefused: peers reached an answer limit while an agent's
+	// step that could not vote yet (its first) was running, so its answer
+	// was refused and no action was left to it. Not the agent's fault:
+	// the workflow relaunches it, vote-only, without counting it.
+	ErrTypeAnswerRefused = "AnswerRefused"
 	// ErrTypeSuperseded: an agent step found its folder fenced off by the
 	// workflow, or held by another launch of the same step number; it
 	// wrote nothing but its checkpoint. Returned as non-retryable.

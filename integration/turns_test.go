@@ -103,7 +103,7 @@ func TestEndedTurnsRelaunchTheAgent(t *testing.T) {
 		require.Equal(t, coord.StatusConsensus, res.Status)
 		require.Empty(t, res.FailedAgents)
 		require.Equal(t, map[string]int{"agent_a": 3}, res.Votes)
-		require.Equal(t, contract.ErrTypeTurnEnded, fencedAs(t, "cap-1", "agent_c", 1))
+		require.Equal(t, contract.ErrTypeAnswerRefused, fencedAs(t, "cap-1", "agent_c", 1))
 		snap, err := session.Load(ctx, subStore(st, "cap-1"))
 		require.NoError(t, err)
 		answers := 0

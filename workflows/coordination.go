@@ -60,16 +60,24 @@ const visibleAnswersChange = "launch-visible-answers"
 const fencedStepsChange = "fenced-step-writes"
 
 // turnEndedChange is the workflow.GetVersion change id of steps whose turn
-// ends without failing the agent (contract.ErrTypeTurnEnded): seed 001's
-// round timeout termination, and an answer refused by a limit that peers
-// reached while the step could not vote. The fenced step gives up its
-// number and the agent, keeping its answer and vote, is relaunched with
-// the next one, until maxEndedTurns steps in a row end that way. Runs
-// recorded before failed the agent at the first one.
+// ends without failing the agent: seed 001's round timeout termination
+// (contract.ErrTypeTurnEnded), and an answer refused by a limit that peers
+// reached while the step could not vote (contract.ErrTypeAnswerRefused).
+// The fenced step gives up its number and the agent, keeping its answer
+// and vote, is relaunched with the next one — after maxEndedTurns round
+// timeouts in a row it is dropped. Runs recorded before failed the agent
+// at the first one.
 const turnEndedChange = "turn-ended-relaunch"
 
-// maxEndedTurns is how many steps in a row of an agent may end without an
-// action before it is failed for good: an agent that never finishes in
+// givenUpStepsChange is the workflow.GetVersion change id of counting the
+// steps the workflow gives up without an action (coord.Agent.GivenUpStep:
+// fenced by a restart, superseded, ended by the round timeout) toward
+// max_steps_per_agent, as docs/config.md says. Runs recorded before
+// counted only steps that acted, so such steps ran past the cap.
+const givenUpStepsChange = "max-steps-counts-given-up-steps"
+
+// maxEndedTurns is how many steps in a row of an agent the round timeout
+// may end before it is failed for good: an agent that never finishes in
 // time would otherwise be relaunched until the orchestrator timeout. It is
 // step mode's session.MaxStepFailures, so both modes drop it alike.
 const maxEndedTurns = 3
@@ -118,6 +126,9 @@ type coordination struct {
 	// fixedView: the workflow decides each step's visible answers
 	// (visibleAnswersChange); fenced: steps are fenced (fencedStepsChange).
 	fixedView, fenced bool
+	// capGivenUp: steps given up without an action count toward
+	// max_steps_per_agent (givenUpStepsChange).
+	capGivenUp bool
 	statusW           *statusWriter // nil on runs recorded before it existed
 	// Search attribute values last upserted.
 	saPhase, saWinner string
@@ -168,6 +179,7 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 	w.paced = workflow.GetVersion(ctx, limitsChange, workflow.DefaultVersion, 1) == 1
 	w.fixedView = workflow.GetVersion(ctx, visibleAnswersChange, workflow.DefaultVersion, 1) == 1
 	w.fenced = workflow.GetVersion(ctx, fencedStepsChange, workflow.DefaultVersion, 1) == 1
+	w.capGivenUp = workflow.GetVersion(ctx, givenUpStepsChange, workflow.DefaultVersion, 1) == 1
 	if err := w.begin(ctx); err != nil {
 		return CoordinationResult{}, err
 	}

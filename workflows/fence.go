@@ -103,4 +103,7 @@ func (w *coordination) takeStep(agent string, step int) {
 		w.state.TakenSteps = map[string]int{}
 	}
 	w.state.TakenSteps[agent] = max(w.state.TakenSteps[agent], step)
+	if a := w.state.Ledger.Find(agent); a != nil && w.capGivenUp {
+		a.GivenUpStep = max(a.GivenUpStep, step)
+	}
 }

@@ -138,8 +138,8 @@ type CarriedState struct {
 	// gave up (fenced off, or held by another launch): its next step comes
 	// after it, since that folder is closed (fencedStepsChange).
 	TakenSteps map[string]int `json:"taken_steps,omitempty"`
-	// EndedTurns counts, per agent, its steps in a row whose turn ended
-	// without an action (turnEndedChange); an action clears it.
+	// EndedTurns counts, per agent, its steps in a row that the round
+	// timeout ended (turnEndedChange); an action clears it.
 	EndedTurns map[string]int `json:"ended_turns,omitempty"`
 }
 

@@ -47,7 +47,7 @@ func TestRoundTimeoutsInARowDropTheAgent(t *testing.T) {
 	})
 	h.run(input(testConfig(a, b)))
 	r := h.result()
-	require.Contains(t, r.FailedAgents[a], "3 steps in a row ended without an action")
+	require.Contains(t, r.FailedAgents[a], "3 steps in a row ended by the round timeout")
 	require.Subset(t, pairs(h.launched()), []string{"agent_a:2", "agent_a:3", "agent_a:4"})
 	require.NotContains(t, pairs(h.launched()), "agent_a:5", "dropped after the third")
 }
@@ -67,4 +67,39 @@ func TestRoundTimeoutCountResetsOnAnAction(t *testing.T) {
 	require.Equal(t, coord.StatusConsensus, r.Status)
 	require.Equal(t, map[string]int{a: 2}, r.Votes)
 	require.Contains(t, pairs(h.launched()), "agent_a:7")
+}
+
+// A step given up without an action counts toward max_steps_per_agent as
+// a step that acted does (docs/config.md: "It caps the step number"):
+// with a cap of 2, the agent whose step 2 overran is not launched a third
+// time; the others decide.
+func TestGivenUpStepsCountTowardTheStepCap(t *testing.T) {
+	cfg := testConfig(a, b)
+	cfg.Orchestrator.MaxStepsPerAgent = 2
+	h := newHarness(t, map[stepKey]scripted{
+		{a, 1}: answer(time.Minute), {b, 1}: answer(time.Minute),
+		{a, 2}: roundTimedOut(), {b, 2}: vote(a, 2*time.Minute, map[string]int{a: 1, b: 1}),
+		{a, 3}: vote(a, time.Minute, map[string]int{a: 1, b: 1}),
+	})
+	h.run(input(cfg))
+	require.NotContains(t, pairs(h.launched()), "agent_a:3", "step 3 is past the cap of 2")
+	r := h.result()
+	require.Empty(t, r.FailedAgents)
+	require.Equal(t, a, r.Winner)
+}
+
+// An answer refused by peers' limits ends the turn without counting
+// against the agent: two overruns and then such a refusal do not drop it,
+// and it votes in its next step.
+func TestAnswerRefusedDoesNotCountAsAnOverrun(t *testing.T) {
+	refused := fail(temporal.NewNonRetryableApplicationError("agent agent_a's answer was refused by an answer limit", contract.ErrTypeAnswerRefused, nil))
+	seen := map[string]int{b: 1}
+	h := newHarness(t, map[stepKey]scripted{
+		{a, 1}: roundTimedOut(), {a, 2}: roundTimedOut(), {a, 3}: refused, {a, 4}: vote(b, time.Minute, seen),
+		{b, 1}: answer(time.Minute), {b, 2}: vote(b, 5*time.Minute, seen),
+	})
+	h.run(input(testConfig(a, b)))
+	r := h.result()
+	require.Empty(t, r.FailedAgents)
+	require.Equal(t, map[string]int{b: 2}, r.Votes)
 }

@@ -211,21 +211,27 @@ func (w *coordination) record(ctx workflow.Context, r *stepRun, res contract.Age
 			"agent", r.agent, "step", r.step, "launch", r.launch, "error", err)
 		return false
 	}
-	if err != nil && w.fenced && errors.As(err, &app) && app.Type() == contract.ErrTypeTurnEnded &&
+	if err != nil && w.fenced && errors.As(err, &app) && (app.Type() == contract.ErrTypeTurnEnded || app.Type() == contract.ErrTypeAnswerRefused) &&
 		workflow.GetVersion(ctx, turnEndedChange, workflow.DefaultVersion, 1) == 1 {
-		if w.state.EndedTurns == nil {
-			w.state.EndedTurns = map[string]int{}
+		n := w.state.EndedTurns[r.agent]
+		if app.Type() == contract.ErrTypeTurnEnded {
+			// Only the agent's own overruns count; an answer refused by
+			// peers' limits says nothing of it.
+			if w.state.EndedTurns == nil {
+				w.state.EndedTurns = map[string]int{}
+			}
+			n++
+			w.state.EndedTurns[r.agent] = n
 		}
-		w.state.EndedTurns[r.agent]++
-		if n := w.state.EndedTurns[r.agent]; n < maxEndedTurns {
+		if n < maxEndedTurns {
 			// The activity fenced the folder; the agent keeps what it had
 			// and is relaunched with the next number.
 			w.takeStep(r.agent, r.step)
 			workflow.GetLogger(ctx).Warn("a step's turn ended without an action; relaunching the agent",
-				"agent", r.agent, "step", r.step, "in_a_row", n, "error", err)
+				"agent", r.agent, "step", r.step, "overruns_in_a_row", n, "error", err)
 			return false
 		}
-		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d steps in a row ended without an action (last: %s)",
+		err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d steps in a row ended by the round timeout (last: %s)",
 			maxEndedTurns, app.Message()), contract.ErrTypeTurnEnded, nil)
 	}
 	if err != nil {

@@ -97,5 +97,5 @@ func answerCapped(l Ledger, a Agent, lim Limits) string {
 // the hard guard that stops an agent that would otherwise never converge.
 // The workflow checks it before launching another step.
 func StepsExhausted(a Agent, lim Limits) bool {
-	return lim.MaxStepsPerAgent > 0 && a.LatestStep >= lim.MaxStepsPerAgent
+	return lim.MaxStepsPerAgent > 0 && max(a.LatestStep, a.GivenUpStep) >= lim.MaxStepsPerAgent
 }

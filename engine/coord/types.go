@@ -53,6 +53,11 @@ type Agent struct {
 	ID string `json:"id"`
 	// LatestStep is the highest step number with a recorded action (0: none).
 	LatestStep int `json:"latest_step"`
+	// GivenUpStep is the highest step number the workflow gave up without
+	// an action (fenced by a restart, superseded, ended by the round
+	// timeout): its number is not reused, so it counts toward
+	// max_steps_per_agent like a step that acted.
+	GivenUpStep int `json:"given_up_step,omitempty"`
 	// LatestAnswerStep is the step of the agent's newest answer (0: none).
 	LatestAnswerStep int `json:"latest_answer_step"`
 	// AnswerCount is how many answers the agent has submitted.

@@ -266,6 +266,10 @@ func (e *EnforcementError) TurnEnded() bool {
 	return e.last() == ReasonRoundTimeout || e.last() == ReasonAnswerLimitNoVote
 }
 
+// AnswerRefused reports the turn that ended because an answer limit left
+// the step no action: it says nothing of the agent.
+func (e *EnforcementError) AnswerRefused() bool { return e.last() == ReasonAnswerLimitNoVote }
+
 // TurnLimitError means the agent kept calling tools without finishing.
 type TurnLimitError struct {
 	Agent string
