@@ -129,7 +129,7 @@ type coordination struct {
 	// capGivenUp: steps given up without an action count toward
 	// max_steps_per_agent (givenUpStepsChange).
 	capGivenUp bool
-	statusW           *statusWriter // nil on runs recorded before it existed
+	statusW    *statusWriter // nil on runs recorded before it existed
 	// Search attribute values last upserted.
 	saPhase, saWinner string
 }
