@@ -53,8 +53,9 @@ const (
 // input, so it is bounded harder.
 const (
 	// MaxPipelineContextBytes bounds the project document (`context:`,
-	// a scenario's prd.md).
-	MaxPipelineContextBytes = 512 << 10
+	// a scenario's prd.md). With the input and the graph, the start input
+	// stays under the SDK's 512 KiB payload warning.
+	MaxPipelineContextBytes = 256 << 10
 	// MaxPipelineInputBytes bounds a run's input.
 	MaxPipelineInputBytes = 64 << 10
 	// MaxPipelineStepsBytes bounds what max_steps steps may put in the

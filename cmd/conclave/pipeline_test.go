@@ -32,7 +32,7 @@ func TestPipelineRunRejectsBadInvocations(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"huge project document", []string{"--scenario", huge, "--config", one, "x"}, "definition.context: the project document is 3686400 bytes (3.5 MiB); at most 524288 bytes"},
+		{"huge project document", []string{"--scenario", huge, "--config", one, "x"}, "definition.context: the project document is 3686400 bytes (3.5 MiB); at most 262144 bytes"},
 		{"huge input", []string{"--scenario", scenario, "--config", one, string(bytes.Repeat([]byte("i"), 70<<10))}, "input: 71680 bytes (70.0 KiB); at most 65536 bytes"},
 		{"nothing", []string{"x"}, "give --pipeline FILE or --scenario DIR"},
 		{"both", []string{"--pipeline", bad, "--scenario", scenario, "x"}, "not both"},

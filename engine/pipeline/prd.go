@@ -69,8 +69,10 @@ var (
 	numbering   = regexp.MustCompile(`^(?:\d+(?:\.\d+)*[.)]?\s+)`)
 	parenNote   = regexp.MustCompile(`\s*\([^)]*\)\s*$`)
 	firstURL    = regexp.MustCompile(`https?://[^\s)<>\]"'` + "`" + `]+`)
-	// userinfo is the "user:password@" of a URL.
-	userinfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)([^/?#\s@]+)@`)
+	// userinfo is the "user:password@" of a URL, with or without its
+	// scheme ("//user:pw@host"); the password may hold an '@' (up to the
+	// last one of the authority).
+	userinfo = regexp.MustCompile(`(?i)((?:\b[a-z][a-z0-9+.-]*:)?//)([^/?#\s]+)@`)
 	// loginWords: a step whose name, title or prompt matches logs in, and
 	// is given the credentials.
 	loginWords = regexp.MustCompile(`(?i)\b(?:log(?:ged|ging)?[ -]?(?:in|on)(?:to)?|logon|sign(?:ed|ing)?[ -]?(?:in|on|up)(?:to)?|auth|authenticat\w*|authori[sz]\w*|oauth2?|passwords?|credentials?)\b`)
@@ -95,8 +97,12 @@ func SummarizeProject(doc string) ProjectSummary {
 	var opening []string
 	openingBytes := 0
 	prose := map[projectField]bool{} // the last part of a field is prose
+	var urlLogins []string
 	for _, raw := range strings.Split(strings.ReplaceAll(doc, "\r\n", "\n"), "\n") {
-		line := strings.TrimSpace(raw)
+		// Credentials in URLs are taken out of every line before anything
+		// is cut to size: a cut URL would no longer look like one.
+		line, found := stripURLCredentials(strings.TrimSpace(raw))
+		urlLogins = append(urlLogins, found...)
 		if strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") {
 			inFence = !inFence
 			continue
@@ -151,7 +157,22 @@ func SummarizeProject(doc string) ProjectSummary {
 	if s.AppType == "" && s.Stack == "" {
 		s.Overview = join(opening, MaxProjectOverviewBytes)
 	}
+	if len(urlLogins) > 0 {
+		s.Credentials = join(append(parts[fieldCredentials], urlLogins...), MaxProjectFieldBytes)
+	}
 	return s.withoutURLCredentials()
+}
+
+// stripURLCredentials removes the "user:password@" of every URL in line,
+// returning them as "URL login: user:password".
+func stripURLCredentials(line string) (string, []string) {
+	var found []string
+	line = userinfo.ReplaceAllStringFunc(line, func(m string) string {
+		sub := userinfo.FindStringSubmatch(m)
+		found = append(found, "URL login: "+sub[2])
+		return sub[1]
+	})
+	return line, found
 }
 
 // withoutURLCredentials moves the "user:password@" of every URL outside
@@ -161,22 +182,13 @@ func SummarizeProject(doc string) ProjectSummary {
 // the steps that log in.
 func (s ProjectSummary) withoutURLCredentials() ProjectSummary {
 	var found []string
-	strip := func(v *string) {
-		*v = userinfo.ReplaceAllStringFunc(*v, func(m string) string {
-			sub := userinfo.FindStringSubmatch(m)
-			found = append(found, sub[2])
-			return sub[1]
-		})
-	}
 	for _, v := range []*string{&s.Project, &s.AppType, &s.BaseURL, &s.Stack, &s.Overview} {
-		strip(v)
+		var f []string
+		*v, f = stripURLCredentials(*v)
+		found = append(found, f...)
 	}
 	if len(found) > 0 {
-		creds := []string{s.Credentials}
-		for _, u := range found {
-			creds = append(creds, "URL login: "+u)
-		}
-		s.Credentials = join(creds, MaxProjectFieldBytes)
+		s.Credentials = join(append([]string{s.Credentials}, found...), MaxProjectFieldBytes)
 	}
 	return s
 }

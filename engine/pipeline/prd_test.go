@@ -55,6 +55,31 @@ func TestSummarizeProjectIsBounded(t *testing.T) {
 	require.NotEmpty(t, o)
 }
 
+// A password in a URL never reaches a step that does not log in, however
+// long it is (the field is cut to size after it was taken out), with or
+// without a scheme, and with an '@' in it.
+func TestURLPasswordsOnlyForLoginSteps(t *testing.T) {
+	token := strings.Repeat("Z", 400)
+	longUser := strings.Repeat("a", 290)
+	for name, doc := range map[string]string{
+		"a long token":         "- Base URL: https://deploy:tok" + token + "@staging.example.com/\n- Stack: Go\n",
+		"a long user":          "- Base URL: https://" + longUser + ":pw16secret@staging.example.com/\n- Stack: Go\n",
+		"no scheme":            "- Base URL: //admin:pw11secret@staging.example.com/\n- Stack: Go\n",
+		"an @ in the password": "- Base URL: https://admin:p@ss@w0rd@staging.example.com/\n- Stack: Go\n",
+		"in the overview":      "A site at https://admin:pw12secret@staging.example.com/app, long prose follows.\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := SummarizeProject(doc)
+			plain := s.For(Step{Name: "build", Prompt: "Build the page"})
+			for _, secret := range []string{"ZZZZ", "pw16", "pw11", "w0rd", "ss@", "pw12"} {
+				require.NotContains(t, plain, secret)
+			}
+			require.Contains(t, plain, "staging.example.com")
+			require.Contains(t, s.For(Step{Name: "login", Prompt: "Log in"}), "URL login: ")
+		})
+	}
+}
+
 // A summary read back from context.json (which a person may edit) is
 // rendered as safely as a fresh one: no password in a URL for a step that
 // does not log in, no control characters.
