@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
@@ -71,7 +72,7 @@ func newSessionCmd() *cobra.Command {
 			}
 			o.SkipVoting = o.SkipVoting || skipVoting
 			out := stepModeStatus(snap, o)
-			if ended, err := endedSession(cmd.Context(), st); err != nil {
+			if ended, err := endedSession(cmd.Context(), st, snap); err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", err)
 			} else if ended != nil {
 				// The workflow ended it (a timeout, a cancel, its own
@@ -257,8 +258,12 @@ func storedUsage(ctx context.Context, st storage.Store, agents map[string]coord.
 // timeout — or nil: a step-mode session has none, and a running one is
 // still coordinating. Only the workflow knows a timeout or a cancel, so
 // without it `session status` would relaunch agents of a session that is
-// over.
-func endedSession(ctx context.Context, st storage.Store) (*coord.Status, error) {
+// over. It is believed only of a session a workflow owns (owner.json) and
+// only when it is consistent with the stored files: a winner of the team
+// with a stored answer (none for failed or cancelled), a known decided_by.
+// Anything else is refused with an error naming what does not match, and
+// the stored files are judged as in step mode.
+func endedSession(ctx context.Context, st storage.Store, snap *session.Snapshot) (*coord.Status, error) {
 	var s coord.Status
 	err := session.ReadJSON(ctx, st, session.StatusKey, &s)
 	switch {
@@ -269,7 +274,29 @@ func endedSession(ctx context.Context, st storage.Store) (*coord.Status, error) 
 	}
 	switch s.Phase {
 	case coord.PhaseDone, coord.PhaseFailed, coord.PhaseCancelled, coord.PhaseTimeout:
-		return &s, nil
+	default:
+		return nil, nil
 	}
-	return nil, nil
+	ignored := func(why string) error {
+		return fmt.Errorf("%s says the session ended (%q) but is ignored: %s", session.StatusKey, s.Phase, why)
+	}
+	if _, err := session.ReadOwner(ctx, st); err != nil {
+		return nil, ignored("no Coordination workflow owns this session (" + session.OwnerKey + ")")
+	}
+	if s.DecidedBy != "" && s.DecidedBy != coord.StatusConsensus && s.DecidedBy != coord.StatusPlurality {
+		return nil, ignored(fmt.Sprintf("decided_by %q is neither %q nor %q", terminalLine(s.DecidedBy), coord.StatusConsensus, coord.StatusPlurality))
+	}
+	switch {
+	case s.Winner == "" && (s.Phase == coord.PhaseDone || s.Phase == coord.PhaseTimeout):
+		return nil, ignored("it names no winner")
+	case s.Winner != "":
+		a, ok := snap.Agent(s.Winner)
+		if !ok {
+			return nil, ignored(fmt.Sprintf("its winner %q is not an agent of the session", terminalLine(contract.Preview(s.Winner))))
+		}
+		if a.Latest() == nil {
+			return nil, ignored(fmt.Sprintf("its winner %s has no stored answer", s.Winner))
+		}
+	}
+	return &s, nil
 }

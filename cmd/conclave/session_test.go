@@ -255,6 +255,7 @@ func TestSessionStatusReportsTheWorkflowsEnd(t *testing.T) {
 	require.Equal(t, "coordinating", s.Phase)
 	require.ElementsMatch(t, []string{"agent_a", "agent_b"}, s.Relaunch)
 
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{"workflow_id":"s-1","first_run_id":"r","inputs_hash":"sha256:x"}`), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "status.json"), []byte(`{"phase":"timeout","winner":"agent_a","agents":{}}`), 0o644))
 	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
 	require.Equal(t, 0, code, errs)
@@ -266,4 +267,42 @@ func TestSessionStatusReportsTheWorkflowsEnd(t *testing.T) {
 	require.False(t, ended.Consensus)
 	require.Empty(t, ended.Relaunch)
 	require.Len(t, ended.Agents, 2, "the agents are still shown as stored")
+}
+
+// status.json is storage, which a person can edit: it ends the session only
+// for a session a workflow owns, and only when it matches the stored files.
+// Otherwise it is ignored with a warning naming why, and the stored files
+// are judged as in step mode (relaunch is not emptied).
+func TestSessionStatusIgnoresAStatusThatDoesNotMatch(t *testing.T) {
+	for _, tc := range []struct {
+		name, status string
+		owned        bool
+		want         string
+	}{
+		{"no workflow owns the session", `{"phase":"done","winner":"agent_a"}`, false, "no Coordination workflow owns this session"},
+		{"a winner outside the team", `{"phase":"done","winner":"mallory"}`, true, `its winner "mallory" is not an agent of the session`},
+		{"a winner without an answer", `{"phase":"timeout","winner":"agent_c"}`, true, "its winner agent_c has no stored answer"},
+		{"no winner for done", `{"phase":"done"}`, true, "it names no winner"},
+		{"an escape in the winner", `{"phase":"done","winner":"\u001b[2J../.."}`, true, "is not an agent of the session"},
+		{"an unknown decided_by", `{"phase":"done","winner":"agent_a","decided_by":"fiat"}`, true, `decided_by "fiat"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeStep(t, dir, "agent_a", "001", "answer.json", `{"agent_id":"agent_a","answer":"x","timestamp":"2026-03-20T22:32:03Z"}`)
+			writeStep(t, dir, "agent_b", "001", "answer.json", `{"agent_id":"agent_b","answer":"y","timestamp":"2026-03-20T22:32:04Z"}`)
+			writeStep(t, dir, "agent_c", "001", "vote.json", `{"voter":"agent_c","target":"agent_a","reason":"r","timestamp":"2026-03-20T22:32:05Z"}`)
+			if tc.owned {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{"workflow_id":"s-1","first_run_id":"r","inputs_hash":"sha256:x"}`), 0o644))
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "status.json"), []byte(tc.status), 0o644))
+			code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
+			require.Equal(t, 0, code, errs)
+			require.Contains(t, errs, tc.want)
+			require.NotContains(t, errs, "\x1b")
+			var s statusOut
+			require.NoError(t, json.Unmarshal([]byte(out), &s))
+			require.Equal(t, "coordinating", s.Phase)
+			require.NotEmpty(t, s.Relaunch)
+		})
+	}
 }

@@ -246,3 +246,22 @@ func TestStepModeOnS3(t *testing.T) {
 	require.True(t, s.Consensus)
 	require.Equal(t, "agent_a", s.Winner)
 }
+
+// A session a Coordination workflow owns is the workflow's: `conclave step`
+// refuses it before any model call, running or ended, so nothing is written
+// beside the steps the workflow scheduled and decided.
+func TestStepRefusesAWorkflowsSession(t *testing.T) {
+	setStepKey(t)
+	srv := llmtest.Start(t, llmtest.Call("vote", `{"agent_id":"agent1","reason":"late"}`))
+	dir := t.TempDir()
+	session := filepath.Join(dir, "session")
+	require.NoError(t, os.MkdirAll(filepath.Join(session, "agents/agent_a/001"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(session, "owner.json"), []byte(`{"workflow_id":"conclave-42","first_run_id":"r","inputs_hash":"sha256:x"}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(session, "agents/agent_a/001/answer.json"), []byte(`{"agent_id":"agent_a","answer":"x","timestamp":"2026-03-20T22:32:03Z"}`), 0o644))
+	cfg := agentConfig(t, dir, "agent_a", srv.URL())
+	code, _, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--agents", "agent_a", "--automation", "task")
+	require.Equal(t, 1, code, errs)
+	require.Contains(t, errs, `belongs to the Coordination workflow "conclave-42"`)
+	require.Zero(t, srv.Count(), "no model call")
+	require.NoDirExists(t, filepath.Join(session, "agents/agent_a/002"))
+}

@@ -3,6 +3,7 @@ package step
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 
 	"github.com/conclave-ai/conclave/engine/session"
@@ -21,6 +22,16 @@ func CheckSession(ctx context.Context, st storage.Store, agent string) error {
 	}
 	if _, err := session.Load(ctx, st); err != nil {
 		return fmt.Errorf("%w: the session at %s cannot be read: %v; check the path and its permissions", ErrBadInput, st.Location(), err)
+	}
+	switch owner, err := session.ReadOwner(ctx, st); {
+	case err == nil:
+		// The workflow schedules that session's steps, fences them and
+		// decides it; a step written beside them (even after it ended)
+		// would change what the stored session says was decided.
+		return fmt.Errorf("%w: the session at %s belongs to the Coordination workflow %q (%s): step mode does not write into it; "+
+			"follow it with `conclave status %s`, or start a step-mode session in another directory", ErrBadInput, st.Location(), owner.WorkflowID, session.OwnerKey, owner.WorkflowID)
+	case !errors.Is(err, storage.ErrNotFound):
+		return fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
 	probe := session.AgentsPrefix + agent + "/.conclave-write-probe-" + rand.Text()
 	if err := st.Put(ctx, probe, []byte("probe\n")); err != nil {
