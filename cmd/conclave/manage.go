@@ -50,7 +50,7 @@ func newManageCmds() []*cobra.Command {
 			if err := c.GetWorkflow(cmd.Context(), args[0], "").Get(cmd.Context(), &r); err != nil {
 				return &detailedError{msg: fmt.Sprintf("session %s: %s", args[0], briefCause(err)), err: err}
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), r.FinalAnswer)
+			fmt.Fprintln(cmd.OutOrStdout(), textFor(cmd.OutOrStdout(), r.FinalAnswer))
 			return nil
 		})
 	}

@@ -141,7 +141,7 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 
 // oneLine shortens s to n bytes on one line, for MassGen's previews.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = terminalLine(s)
 	if len(s) > n {
 		cut := n
 		for cut > 0 && !utf8.RuneStart(s[cut]) {

@@ -277,7 +277,7 @@ func checklistNote(c *coord.Checklist) string {
 
 func printResult(out io.Writer, r workflows.CoordinationResult, link string) {
 	fmt.Fprintf(out, "\n== %s: winner %s · votes %s · tokens %d in / %d out · cost %s\n\n%s\n\n",
-		r.Status, r.Winner, formatVotes(r.Votes), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.Cost(), r.FinalAnswer)
+		r.Status, r.Winner, formatVotes(r.Votes), r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.Cost(), terminalText(r.FinalAnswer))
 	for _, id := range slices.Sorted(maps.Keys(r.FailedAgents)) {
 		fmt.Fprintf(out, "dropped %s: %s\n", id, terminalLine(r.FailedAgents[id]))
 	}

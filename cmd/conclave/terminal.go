@@ -1,26 +1,53 @@
 package main
 
 import (
+	"io"
+	"os"
 	"strings"
 	"unicode"
 )
 
 // terminalLine makes text that came from a model, a step or a stored file
 // safe to print inside one of the CLI's progress lines: control characters
-// (newlines, carriage returns, ANSI and OSC escape sequences) become a
-// visible "␛" for ESC and a space for the rest, and runs of spaces fold to
-// one. Without it an error message written by a model could print fake
-// "step 2 · deploy … completed" lines or retitle the terminal.
+// (newlines, carriage returns, ANSI and OSC escape sequences, C1 controls)
+// become a visible "␛" for ESC and a space for the rest, bidirectional
+// overrides a space, and runs of spaces fold to one. Without it an error
+// message written by a model could print fake "step 2 · deploy …
+// completed" lines or retitle the terminal.
 func terminalLine(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.Map(func(r rune) rune {
+	return strings.Join(strings.Fields(neutralise(s, false)), " ")
+}
+
+// terminalText is terminalLine for a multi-line text shown as such (a final
+// answer): line breaks and tabs stay, a lone carriage return (which would
+// overwrite the line before it) becomes a line break, and every other
+// control character is neutralised.
+func terminalText(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	return neutralise(strings.ReplaceAll(s, "\r", "\n"), true)
+}
+
+// textFor is the text to print on out: neutralised when out is a terminal,
+// as it is when piped to a file or a program, which get the text as the
+// model wrote it.
+func textFor(out io.Writer, s string) string {
+	if f, ok := out.(*os.File); ok && isTerminal(f) {
+		return terminalText(s)
+	}
+	return s
+}
+
+func neutralise(s string, keepLines bool) string {
+	return strings.Map(func(r rune) rune {
 		switch {
+		case keepLines && (r == '\n' || r == '\t'):
+			return r
 		case r == 0x1b:
 			return '␛'
-		case unicode.IsControl(r), r == '\u2028', r == '\u2029':
+		case unicode.IsControl(r), r == '\u2028', r == '\u2029',
+			r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
 			return ' '
 		}
 		return r
-	}, s)
-	return strings.Join(strings.Fields(s), " ")
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 }

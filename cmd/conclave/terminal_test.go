@@ -9,6 +9,7 @@ import (
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/pipeline"
+	"github.com/conclave-ai/conclave/workflows"
 )
 
 // hostile is an error text a model can write into a step's result: fake
@@ -45,4 +46,26 @@ func TestProgressLinesNeutraliseModelText(t *testing.T) {
 	var is issues
 	rep := is.report([]issue{{"k", hostile}})
 	requireOneSafeLine(t, rep)
+}
+
+// The final answer printed by `conclave run` keeps its lines but no
+// control character, C1 control or bidirectional override; MassGen's
+// one-line preview is one safe line; `conclave answer` piped to a file or
+// a program gets the text as written.
+func TestFinalAnswerIsNeutralisedOnTheTerminal(t *testing.T) {
+	answer := "Title\n\x1b[2J\x1b]0;owned\a line two\rfake\x00\x7f\u009b31m\u202eevil\nend"
+	var b strings.Builder
+	printResult(&b, workflows.CoordinationResult{Status: "consensus", Winner: "agent_a", FinalAnswer: answer}, "http://ui")
+	out := b.String()
+	for _, r := range out {
+		require.False(t, (r < 0x20 && r != '\n') || (r >= 0x7f && r <= 0x9f) || (r >= 0x202a && r <= 0x202e), "control %U in %q", r, out)
+	}
+	require.Contains(t, out, "Title\n␛[2J␛]0;owned  line two\nfake")
+	require.Contains(t, out, "evil\nend")
+
+	preview := oneLine(answer, 200)
+	requireOneSafeLine(t, preview)
+
+	var piped strings.Builder
+	require.Equal(t, answer, textFor(&piped, answer), "piped output is the text as written")
 }
