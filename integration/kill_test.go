@@ -170,8 +170,25 @@ func requireNoDuplicateSteps(t *testing.T, st storage.Store) {
 			}
 			require.Equal(t, 1, actions, "%s step %d", a.ID, n)
 		}
-		for _, k := range keys {
-			require.False(t, strings.HasPrefix(k, session.StepPrefix(a.ID, a.LatestStep+1)), "a step folder beyond the last: %s", k)
+		// Folders beyond the last step are steps the workflow gave up
+		// (fenced: a restart, a round timeout) and hold no action.
+		for n := a.LatestStep + 1; ; n++ {
+			var in []string
+			for _, k := range keys {
+				if strings.HasPrefix(k, session.StepPrefix(a.ID, n)) {
+					in = append(in, k)
+				}
+			}
+			if len(in) == 0 {
+				break
+			}
+			var marker session.LaunchFile
+			require.NoError(t, session.ReadJSON(context.Background(), st, session.LaunchKey(a.ID, n), &marker), "a step folder beyond the last: %v", in)
+			require.True(t, marker.Fenced, "a step folder beyond the last that is not fenced: %v", in)
+			for _, k := range in {
+				require.False(t, strings.HasSuffix(k, "/answer.json") || strings.HasSuffix(k, "/vote.json") || strings.HasSuffix(k, "/stop.json"),
+					"an action in a fenced folder: %s", k)
+			}
 		}
 	}
 }

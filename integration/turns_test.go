@@ -111,6 +111,7 @@ func TestEndedTurnsRelaunchTheAgent(t *testing.T) {
 			answers += len(a.Answers)
 		}
 		require.Equal(t, 2, answers, "the global cap holds")
+		requireNoDuplicateSteps(t, subStore(st, "cap-1"))
 		agreesWithWorkflow(t, "cap-1", res)
 	})
 
@@ -152,6 +153,7 @@ func TestEndedTurnsRelaunchTheAgent(t *testing.T) {
 		require.Empty(t, res.FailedAgents, "a round timeout ends the turn, not the agent")
 		require.Equal(t, map[string]int{"agent_b": 2}, res.Votes)
 		require.Equal(t, contract.ErrTypeTurnEnded, fencedAs(t, "rt-1", "agent_a", 2))
+		requireNoDuplicateSteps(t, subStore(st, "rt-1"))
 		agreesWithWorkflow(t, "rt-1", res)
 	})
 }

@@ -86,6 +86,7 @@ func TestGivenUpStepsCountTowardTheStepCap(t *testing.T) {
 	r := h.result()
 	require.Empty(t, r.FailedAgents)
 	require.Equal(t, a, r.Winner)
+	require.Equal(t, 2, h.lastStatus().Agents[a].GivenUpStep, "status.json says which step was given up")
 }
 
 // An answer refused by peers' limits ends the turn without counting

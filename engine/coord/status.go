@@ -49,6 +49,9 @@ type AgentStatus struct {
 	LatestStep       int        `json:"latest_step"`
 	LatestAnswerStep int        `json:"latest_answer_step"`
 	AnswerCount      int        `json:"answer_count"`
+	// GivenUpStep is the last step number given up without an action (its
+	// folder is fenced), when it is past LatestStep's.
+	GivenUpStep int `json:"given_up_step,omitempty"`
 	// VoteTarget is the target of the agent's current vote, "" when its
 	// latest action is not a vote.
 	VoteTarget string `json:"vote_target"`
@@ -180,6 +183,9 @@ func Summarize(l Ledger, v Verdict, phase string) Status {
 			FailReason:       a.FailReason,
 			Running:          a.Running,
 			Checklist:        a.Checklist,
+		}
+		if a.GivenUpStep > a.LatestStep {
+			as.GivenUpStep = a.GivenUpStep
 		}
 		if a.LastAction == ActionVote {
 			if v := CurrentVote(a); v != nil {
