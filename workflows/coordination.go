@@ -69,6 +69,14 @@ const fencedStepsChange = "fenced-step-writes"
 // at the first one.
 const turnEndedChange = "turn-ended-relaunch"
 
+// decompositionViewChange is the workflow.GetVersion change id of
+// decomposition steps shown every agent's latest answer even before the
+// agent's own first answer (visibleAnswers): shown nothing, an agent that
+// stops without answering never covered the others' work, so its stop was
+// always stale and it was relaunched until max_steps_per_agent. Runs
+// recorded before showed it nothing.
+const decompositionViewChange = "decomposition-first-step-sees-peers"
+
 // givenUpStepsChange is the workflow.GetVersion change id of counting the
 // steps the workflow gives up without an action (coord.Agent.GivenUpStep:
 // fenced by a restart, superseded, ended by the round timeout) toward

@@ -253,6 +253,6 @@ func TestVisibleAnswers(t *testing.T) {
 		{c, coord.ModeDecomposition, map[string]int{}},
 		{c, coord.ModeVoteOnly, all},
 	} {
-		require.Equal(t, tc.want, visibleAnswers(l, tc.agent, tc.mode), "%s in %s", tc.agent, tc.mode)
+		require.Equal(t, tc.want, visibleAnswers(l, tc.agent, tc.mode, true), "%s in %s", tc.agent, tc.mode)
 	}
 }

@@ -90,3 +90,28 @@ func TestFairnessPausesTheLeader(t *testing.T) {
 	}
 	require.Equal(t, []string{a + ":1", b + ":1", a + ":2", b + ":2"}, pairs(h.launched()))
 }
+
+// In decomposition an agent that has not answered is still shown the
+// others' work (they own different parts): otherwise an agent that stops
+// without answering never covers a peer's answer, its stop is always
+// stale, and it is relaunched until max_steps_per_agent.
+func TestDecompositionStepWithoutAnswerSeesPeers(t *testing.T) {
+	cfg := testConfig(a, b)
+	cfg.Orchestrator.CoordinationMode = config.ModeDecomposition
+	h := newHarness(t, map[stepKey]scripted{
+		{a, 1}: stop(2*time.Minute, map[string]int{}), {b, 1}: answer(time.Minute),
+		{a, 2}: stop(time.Minute, map[string]int{b: 1}), {b, 2}: stop(5*time.Minute, map[string]int{b: 1}),
+	})
+	h.run(input(cfg))
+	r := h.result()
+	require.Equal(t, coord.StatusConsensus, r.Status)
+	var second *launchRec
+	for _, l := range h.launched() {
+		if l.Agent == a && l.Step == 2 {
+			second = &l
+		}
+	}
+	require.NotNil(t, second, "a is relaunched once b answered")
+	require.Equal(t, map[string]int{b: 1}, second.Visible, "shown b's work though a has no answer")
+	require.NotContains(t, pairs(h.launched()), "agent_a:3")
+}

@@ -50,6 +50,7 @@ func TestRoundTimeoutsInARowDropTheAgent(t *testing.T) {
 	require.Contains(t, r.FailedAgents[a], "3 steps in a row ended by the round timeout")
 	require.Subset(t, pairs(h.launched()), []string{"agent_a:2", "agent_a:3", "agent_a:4"})
 	require.NotContains(t, pairs(h.launched()), "agent_a:5", "dropped after the third")
+	require.Equal(t, 4, h.lastStatus().Agents[a].GivenUpStep, "the third's folder is given up too")
 }
 
 // An action clears the count: timeouts that are not in a row never drop it.

@@ -144,7 +144,13 @@ func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p lau
 		Fenced:     w.fenced,
 	}
 	if w.fixedView {
-		in.Visible = visibleAnswers(w.state.Ledger, r.agent, r.mode)
+		// In decomposition the agents own different parts and work taking
+		// each other's into account; an agent shown nothing could never
+		// stop with the others' work covered (its stop would always be
+		// stale). Runs recorded before showed it nothing.
+		protectFirst := !(r.mode == coord.ModeDecomposition && a.AnswerCount == 0 &&
+			workflow.GetVersion(ctx, decompositionViewChange, workflow.DefaultVersion, 1) == 1)
+		in.Visible = visibleAnswers(w.state.Ledger, r.agent, r.mode, protectFirst)
 	}
 	if in.InputsHash == "" { // a session created before inputs by reference
 		in.Task, in.Config, in.EvalCriteria = w.in.Task, w.in.Config, w.in.EvalCriteria
@@ -157,13 +163,14 @@ func (w *coordination) launch(ctx workflow.Context, sel workflow.Selector, p lau
 
 // visibleAnswers is what a step launched now is shown (agent → step of its
 // latest answer), decided here so that when the activity happens to start,
-// or how often it is retried, changes nothing. An agent that may still give
-// its first answer is shown nothing (first-answer protection: first
-// answers are independent); an agent that already answered, or may only
-// vote, is shown every agent's latest answer, failed agents' included.
-func visibleAnswers(l coord.Ledger, self string, mode coord.Mode) map[string]int {
+// or how often it is retried, changes nothing. With protectFirst, an agent
+// that may still give its first answer is shown nothing (first-answer
+// protection: first answers are independent); an agent that already
+// answered, or may only vote, is shown every agent's latest answer, failed
+// agents' included.
+func visibleAnswers(l coord.Ledger, self string, mode coord.Mode, protectFirst bool) map[string]int {
 	v := map[string]int{}
-	if a := l.Find(self); a != nil && a.AnswerCount == 0 && mode != coord.ModeVoteOnly {
+	if a := l.Find(self); protectFirst && a != nil && a.AnswerCount == 0 && mode != coord.ModeVoteOnly {
 		return v
 	}
 	for _, a := range l.Agents {
@@ -223,10 +230,11 @@ func (w *coordination) record(ctx workflow.Context, r *stepRun, res contract.Age
 			n++
 			w.state.EndedTurns[r.agent] = n
 		}
+		// The activity fenced the folder: its number is given up.
+		w.takeStep(r.agent, r.step)
 		if n < maxEndedTurns {
-			// The activity fenced the folder; the agent keeps what it had
-			// and is relaunched with the next number.
-			w.takeStep(r.agent, r.step)
+			// The agent keeps what it had and is relaunched with the next
+			// number.
 			workflow.GetLogger(ctx).Warn("a step's turn ended without an action; relaunching the agent",
 				"agent", r.agent, "step", r.step, "overruns_in_a_row", n, "error", err)
 			return false
