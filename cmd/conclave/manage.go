@@ -39,7 +39,7 @@ func newManageCmds() []*cobra.Command {
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc := json.NewEncoder(jsonOut{cmd.OutOrStdout()})
 			enc.SetIndent("", "  ")
 			return enc.Encode(v)
 		})

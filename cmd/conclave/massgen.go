@@ -123,7 +123,7 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 				final = *res // the worker no longer answers queries; the result is the record
 			}
 			data, _ := json.MarshalIndent(final, "", "  ")
-			fmt.Fprintln(out, string(data))
+			fmt.Fprintln(out, string(safeJSON(data)))
 			switch res.Status {
 			case coord.StatusTimeout:
 				return &exitError{code: exitTimeout, err: fmt.Errorf("session %s timed out; the answer above is the timeout winner's", id)}
@@ -166,5 +166,5 @@ func compactJSON(v any) string {
 	if err != nil {
 		return fmt.Sprintf("%q", err.Error())
 	}
-	return string(data)
+	return string(safeJSON(data))
 }

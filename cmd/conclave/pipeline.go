@@ -70,7 +70,7 @@ func newPipelineCmd() *cobra.Command {
 					return err
 				}
 				if asJSON {
-					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc := json.NewEncoder(jsonOut{cmd.OutOrStdout()})
 					enc.SetIndent("", "  ")
 					return enc.Encode(r)
 				}

@@ -72,7 +72,7 @@ func newSessionCmd() *cobra.Command {
 			}
 			o.SkipVoting = o.SkipVoting || skipVoting
 			out := stepModeStatus(snap, o)
-			if ended, err := endedSession(cmd.Context(), st, snap); err != nil {
+			if ended, err := endedSession(cmd.Context(), st, snap, o.Decomposition); err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", err)
 			} else if ended != nil {
 				// The workflow ended it (a timeout, a cancel, its own
@@ -86,7 +86,7 @@ func newSessionCmd() *cobra.Command {
 			for _, p := range problems {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", p)
 			}
-			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc := json.NewEncoder(jsonOut{cmd.OutOrStdout()})
 			enc.SetIndent("", "  ")
 			return enc.Encode(out)
 		},
@@ -260,10 +260,11 @@ func storedUsage(ctx context.Context, st storage.Store, agents map[string]coord.
 // without it `session status` would relaunch agents of a session that is
 // over. It is believed only of a session a workflow owns (owner.json) and
 // only when it is consistent with the stored files: a winner of the team
-// with a stored answer (none for failed or cancelled), a known decided_by.
+// with a stored answer (none for failed or cancelled; a decomposition
+// presenter need not have one), a known decided_by.
 // Anything else is refused with an error naming what does not match, and
 // the stored files are judged as in step mode.
-func endedSession(ctx context.Context, st storage.Store, snap *session.Snapshot) (*coord.Status, error) {
+func endedSession(ctx context.Context, st storage.Store, snap *session.Snapshot, decomposition bool) (*coord.Status, error) {
 	var s coord.Status
 	err := session.ReadJSON(ctx, st, session.StatusKey, &s)
 	switch {
@@ -280,8 +281,8 @@ func endedSession(ctx context.Context, st storage.Store, snap *session.Snapshot)
 	ignored := func(why string) error {
 		return fmt.Errorf("%s says the session ended (%q) but is ignored: %s", session.StatusKey, s.Phase, why)
 	}
-	if _, err := session.ReadOwner(ctx, st); err != nil {
-		return nil, ignored("no Coordination workflow owns this session (" + session.OwnerKey + ")")
+	if owner, err := session.ReadOwner(ctx, st); err != nil || owner.WorkflowID == "" || owner.FirstRunID == "" {
+		return nil, ignored("no Coordination workflow owns this session (" + session.OwnerKey + " with its workflow and run ids)")
 	}
 	if s.DecidedBy != "" && s.DecidedBy != coord.StatusConsensus && s.DecidedBy != coord.StatusPlurality {
 		return nil, ignored(fmt.Sprintf("decided_by %q is neither %q nor %q", terminalLine(s.DecidedBy), coord.StatusConsensus, coord.StatusPlurality))
@@ -294,7 +295,9 @@ func endedSession(ctx context.Context, st storage.Store, snap *session.Snapshot)
 		if !ok {
 			return nil, ignored(fmt.Sprintf("its winner %q is not an agent of the session", terminalLine(contract.Preview(s.Winner))))
 		}
-		if a.Latest() == nil {
+		if a.Latest() == nil && !decomposition {
+			// A decomposition presenter assembles the others' parts and
+			// need not have a part of its own.
 			return nil, ignored(fmt.Sprintf("its winner %s has no stored answer", s.Winner))
 		}
 	}

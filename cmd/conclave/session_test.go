@@ -280,6 +280,7 @@ func TestSessionStatusIgnoresAStatusThatDoesNotMatch(t *testing.T) {
 		want         string
 	}{
 		{"no workflow owns the session", `{"phase":"done","winner":"agent_a"}`, false, "no Coordination workflow owns this session"},
+		{"an owner without ids", `{"phase":"done","winner":"agent_a"}`, true, "no Coordination workflow owns this session"},
 		{"a winner outside the team", `{"phase":"done","winner":"mallory"}`, true, `its winner "mallory" is not an agent of the session`},
 		{"a winner without an answer", `{"phase":"timeout","winner":"agent_c"}`, true, "its winner agent_c has no stored answer"},
 		{"no winner for done", `{"phase":"done"}`, true, "it names no winner"},
@@ -291,7 +292,10 @@ func TestSessionStatusIgnoresAStatusThatDoesNotMatch(t *testing.T) {
 			writeStep(t, dir, "agent_a", "001", "answer.json", `{"agent_id":"agent_a","answer":"x","timestamp":"2026-03-20T22:32:03Z"}`)
 			writeStep(t, dir, "agent_b", "001", "answer.json", `{"agent_id":"agent_b","answer":"y","timestamp":"2026-03-20T22:32:04Z"}`)
 			writeStep(t, dir, "agent_c", "001", "vote.json", `{"voter":"agent_c","target":"agent_a","reason":"r","timestamp":"2026-03-20T22:32:05Z"}`)
-			if tc.owned {
+			switch {
+			case tc.name == "an owner without ids":
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{}`), 0o644))
+			case tc.owned:
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{"workflow_id":"s-1","first_run_id":"r","inputs_hash":"sha256:x"}`), 0o644))
 			}
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "status.json"), []byte(tc.status), 0o644))
@@ -305,4 +309,22 @@ func TestSessionStatusIgnoresAStatusThatDoesNotMatch(t *testing.T) {
 			require.NotEmpty(t, s.Relaunch)
 		})
 	}
+}
+
+// A decomposition session the workflow ended names its presenter, which
+// need not have an answer of its own: session status believes it.
+func TestSessionStatusBelievesADecompositionPresenterWithoutAnswer(t *testing.T) {
+	dir := t.TempDir()
+	writeStep(t, dir, "agent_a", "001", "stop.json", `{"agent_id":"agent_a","summary":"nothing to add","status":"complete","seen_steps":{"agent_b":1},"timestamp":"2026-03-20T22:32:05Z"}`)
+	writeStep(t, dir, "agent_b", "001", "answer.json", `{"agent_id":"agent_b","answer":"part B","timestamp":"2026-03-20T22:32:04Z"}`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "session.json"), []byte(`{"agents":["agent_a","agent_b"],"mode":"decomposition"}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{"workflow_id":"s-1","first_run_id":"r","inputs_hash":"sha256:x"}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "status.json"), []byte(`{"phase":"done","winner":"agent_a","consensus":true,"decided_by":"consensus"}`), 0o644))
+	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
+	require.Equal(t, 0, code, errs)
+	require.NotContains(t, errs, "ignored")
+	var s statusOut
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.Equal(t, "done", s.Phase)
+	require.Equal(t, "agent_a", s.Winner)
 }

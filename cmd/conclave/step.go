@@ -48,7 +48,7 @@ func newStepCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+			return json.NewEncoder(jsonOut{cmd.OutOrStdout()}).Encode(res)
 		},
 	}
 	cmd.Flags().StringVar(&f.sessionDir, "session-dir", "", "session directory, file:// or s3:// URL (required)")

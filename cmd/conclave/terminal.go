@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -50,4 +52,32 @@ func neutralise(s string, keepLines bool) string {
 		}
 		return r
 	}, strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+// safeJSON escapes, inside encoded JSON, the characters encoding/json
+// writes raw that a terminal acts on: DEL, the C1 controls and the
+// bidirectional overrides and isolates. The JSON means the same (they can
+// only occur inside strings, where \uXXXX is the same character), but a
+// PROGRESS line or a status printed on a terminal cannot drive it.
+func safeJSON(data []byte) []byte {
+	var b bytes.Buffer
+	for _, r := range string(data) {
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069') {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.Bytes()
+}
+
+// jsonOut is a writer for a json.Encoder whose output goes to a terminal
+// or a program: every Write (one encoded value) passes through safeJSON.
+type jsonOut struct{ w io.Writer }
+
+func (j jsonOut) Write(p []byte) (int, error) {
+	if _, err := j.w.Write(safeJSON(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -68,4 +69,22 @@ func TestFinalAnswerIsNeutralisedOnTheTerminal(t *testing.T) {
 
 	var piped strings.Builder
 	require.Equal(t, answer, textFor(&piped, answer), "piped output is the text as written")
+}
+
+// JSON printed for programs and terminals (MassGen's PROGRESS lines,
+// `conclave status`, `session status`) escapes DEL, C1 controls and bidi
+// overrides, which encoding/json writes raw, and still means the same.
+func TestJSONOutputEscapesWhatTerminalsActOn(t *testing.T) {
+	reason := "model said \u009b2J\u009d0;t\u009c\u0085\u202eevil\u2066\u007f"
+	line := compactJSON(coord.Status{Phase: "coordinating", Agents: map[string]coord.AgentStatus{"agent_a": {State: coord.StateFailed, FailReason: reason}}})
+	for _, r := range line {
+		require.False(t, r == 0x7f || (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069), "raw %U in %q", r, line)
+	}
+	var back coord.Status
+	require.NoError(t, json.Unmarshal([]byte(line), &back))
+	require.Equal(t, reason, back.Agents["agent_a"].FailReason, "the same text once decoded")
+
+	var b strings.Builder
+	require.NoError(t, json.NewEncoder(jsonOut{&b}).Encode(map[string]string{"x": reason}))
+	require.Contains(t, b.String(), `\u009b2J`)
 }

@@ -24,6 +24,8 @@ func CheckSession(ctx context.Context, st storage.Store, agent string) error {
 		return fmt.Errorf("%w: the session at %s cannot be read: %v; check the path and its permissions", ErrBadInput, st.Location(), err)
 	}
 	switch owner, err := session.ReadOwner(ctx, st); {
+	case err == nil && owner.WorkflowID == "":
+		return fmt.Errorf("%w: the session at %s has an %s that names no workflow; a step-mode session has none — remove it, or start the session in another directory", ErrBadInput, st.Location(), session.OwnerKey)
 	case err == nil:
 		// The workflow schedules that session's steps, fences them and
 		// decides it; a step written beside them (even after it ended)
