@@ -72,7 +72,12 @@ var (
 	// userinfo is the "user:password@" of a URL, with or without its
 	// scheme ("//user:pw@host"); the password may hold an '@' (up to the
 	// last one of the authority).
-	userinfo = regexp.MustCompile(`(?i)((?:\b[a-z][a-z0-9+.-]*:)?//)([^/?#\s]+)@`)
+	// Browsers also read "\\" as "//", drop tabs and carriage returns
+	// inside a URL, and some documents hold a fullwidth or small "@".
+	userinfo = regexp.MustCompile(`(?i)((?:\b[a-z][a-z0-9+.-]*:)?(?://|\\\\))((?:[^/\\?#\s@＠﹫]|[\t\r])+(?:[@＠﹫](?:[^/\\?#\s@＠﹫]|[\t\r])+)*)[@＠﹫]`)
+	// looseUserinfo is userinfo with spaces allowed, for a Base URL whose
+	// lines were joined (a URL broken across two lines of its section).
+	looseUserinfo = regexp.MustCompile(`(?i)((?:\b[a-z][a-z0-9+.-]*:)?(?://|\\\\))([^/\\?#@＠﹫]+)[@＠﹫]`)
 	// loginWords: a step whose name, title or prompt matches logs in, and
 	// is given the credentials.
 	loginWords = regexp.MustCompile(`(?i)\b(?:log(?:ged|ging)?[ -]?(?:in|on)(?:to)?|logon|sign(?:ed|ing)?[ -]?(?:in|on|up)(?:to)?|auth|authenticat\w*|authori[sz]\w*|oauth2?|passwords?|credentials?)\b`)
@@ -98,11 +103,15 @@ func SummarizeProject(doc string) ProjectSummary {
 	openingBytes := 0
 	prose := map[projectField]bool{} // the last part of a field is prose
 	var urlLogins []string
+	// marked is the document with every credentialled URL marked, for the
+	// Base URL fallback, which takes only URLs that never had any.
+	var marked strings.Builder
 	for _, raw := range strings.Split(strings.ReplaceAll(doc, "\r\n", "\n"), "\n") {
 		// Credentials in URLs are taken out of every line before anything
 		// is cut to size: a cut URL would no longer look like one.
-		line, found := stripURLCredentials(strings.TrimSpace(raw))
+		line, found := stripURLCredentials(userinfo, strings.TrimSpace(raw))
 		urlLogins = append(urlLogins, found...)
+		marked.WriteString(userinfo.ReplaceAllString(strings.TrimSpace(raw), "${1}\x00") + "\n")
 		if strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") {
 			inFence = !inFence
 			continue
@@ -143,12 +152,16 @@ func SummarizeProject(doc string) ProjectSummary {
 		}
 	}
 	s.AppType = join(parts[fieldAppType], MaxProjectFieldBytes)
-	s.BaseURL = join(parts[fieldBaseURL], MaxProjectFieldBytes)
+	// A URL broken across the lines of its section is whole again once
+	// joined: its credentials are taken out before the field is cut.
+	base, found := stripURLCredentials(looseUserinfo, strings.Join(parts[fieldBaseURL], " "))
+	urlLogins = append(urlLogins, found...)
+	s.BaseURL = bound(base, MaxProjectFieldBytes)
 	s.Credentials = join(parts[fieldCredentials], MaxProjectFieldBytes)
 	s.Stack = join(parts[fieldStack], MaxProjectFieldBytes)
 	if s.BaseURL == "" {
-		for _, u := range firstURL.FindAllString(doc, -1) {
-			if host, _, _ := strings.Cut(strings.SplitN(u, "://", 2)[1], "/"); !strings.Contains(host, "@") {
+		for _, u := range firstURL.FindAllString(marked.String(), -1) {
+			if host, _, _ := strings.Cut(strings.SplitN(u, "://", 2)[1], "/"); !strings.ContainsAny(host, "@＠﹫\x00") {
 				s.BaseURL = bound(strings.TrimRight(u, ".,;:"), MaxProjectFieldBytes)
 				break
 			}
@@ -165,10 +178,10 @@ func SummarizeProject(doc string) ProjectSummary {
 
 // stripURLCredentials removes the "user:password@" of every URL in line,
 // returning them as "URL login: user:password".
-func stripURLCredentials(line string) (string, []string) {
+func stripURLCredentials(re *regexp.Regexp, line string) (string, []string) {
 	var found []string
-	line = userinfo.ReplaceAllStringFunc(line, func(m string) string {
-		sub := userinfo.FindStringSubmatch(m)
+	line = re.ReplaceAllStringFunc(line, func(m string) string {
+		sub := re.FindStringSubmatch(m)
 		found = append(found, "URL login: "+sub[2])
 		return sub[1]
 	})
@@ -184,7 +197,11 @@ func (s ProjectSummary) withoutURLCredentials() ProjectSummary {
 	var found []string
 	for _, v := range []*string{&s.Project, &s.AppType, &s.BaseURL, &s.Stack, &s.Overview} {
 		var f []string
-		*v, f = stripURLCredentials(*v)
+		re := userinfo
+		if v == &s.BaseURL {
+			re = looseUserinfo
+		}
+		*v, f = stripURLCredentials(re, *v)
 		found = append(found, f...)
 	}
 	if len(found) > 0 {
