@@ -78,6 +78,9 @@ var (
 	// looseUserinfo is userinfo with spaces allowed, for a Base URL whose
 	// lines were joined (a URL broken across two lines of its section).
 	looseUserinfo = regexp.MustCompile(`(?i)((?:\b[a-z][a-z0-9+.-]*:)?(?://|\\\\))([^/\\?#@＠﹫]+)[@＠﹫]`)
+	// brokenUserinfo is a URL's "//user:pass" at a line's end whose "…@host"
+	// starts the next line: browsers drop the line break inside a URL.
+	brokenUserinfo = regexp.MustCompile(`(?im)((?:\b[a-z][a-z0-9+.-]*:)?(?://|\\\\)[^/\\?#\s@＠﹫:]*:[^/\\?#\s@＠﹫]*)\n[ \t]*([^\s/\\@＠﹫]*[@＠﹫])`)
 	// loginWords: a step whose name, title or prompt matches logs in, and
 	// is given the credentials.
 	loginWords = regexp.MustCompile(`(?i)\b(?:log(?:ged|ging)?[ -]?(?:in|on)(?:to)?|logon|sign(?:ed|ing)?[ -]?(?:in|on|up)(?:to)?|auth|authenticat\w*|authori[sz]\w*|oauth2?|passwords?|credentials?)\b`)
@@ -106,7 +109,8 @@ func SummarizeProject(doc string) ProjectSummary {
 	// marked is the document with every credentialled URL marked, for the
 	// Base URL fallback, which takes only URLs that never had any.
 	var marked strings.Builder
-	for _, raw := range strings.Split(strings.ReplaceAll(doc, "\r\n", "\n"), "\n") {
+	doc = brokenUserinfo.ReplaceAllString(strings.ReplaceAll(doc, "\r\n", "\n"), "${1}${2}")
+	for _, raw := range strings.Split(doc, "\n") {
 		// Credentials in URLs are taken out of every line before anything
 		// is cut to size: a cut URL would no longer look like one.
 		line, found := stripURLCredentials(userinfo, strings.TrimSpace(raw))

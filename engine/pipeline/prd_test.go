@@ -62,23 +62,25 @@ func TestURLPasswordsOnlyForLoginSteps(t *testing.T) {
 	token := strings.Repeat("Z", 400)
 	longUser := strings.Repeat("a", 290)
 	for name, doc := range map[string]string{
-		"a long token":         "- Base URL: https://deploy:tok" + token + "@staging.example.com/\n- Stack: Go\n",
-		"a long user":          "- Base URL: https://" + longUser + ":pw16secret@staging.example.com/\n- Stack: Go\n",
-		"no scheme":            "- Base URL: //admin:pw11secret@staging.example.com/\n- Stack: Go\n",
-		"an @ in the password": "- Base URL: https://admin:p@ss@w0rd@staging.example.com/\n- Stack: Go\n",
-		"in the overview":      "A site at https://admin:pw12secret@staging.example.com/app, long prose follows.\n",
-		"a tab before the @":   "- Base URL: https://u19:pw19tab\t@staging.example.com/\n- Stack: Go\n",
-		"a CR in the password": "- Base URL: https://u20:pw20\rcr@staging.example.com/\n- Stack: Go\n",
-		"backslashes":          "- Base URL: https:\\\\u18:pw18bs@staging.example.com\\\n- Stack: Go\n",
-		"a fullwidth at":       "Runs at https://u6:pw6fw＠staging.example.com/ for now, and more prose follows here.\n",
-		"a small at":           "- Base URL: https://u7:pw7sm﹫staging.example.com/\n- Stack: Go\n",
-		"split across lines":   "## Base URL\n\nhttps://u25:\npw25split@staging.example.com/\n\n## Stack\n\nGo\n",
-		"a tab, no key":        "Runs at https://u26:pw26\t@staging.example.com/ and more prose follows here.\n",
+		"a long token":          "- Base URL: https://deploy:tok" + token + "@staging.example.com/\n- Stack: Go\n",
+		"a long user":           "- Base URL: https://" + longUser + ":pw16secret@staging.example.com/\n- Stack: Go\n",
+		"no scheme":             "- Base URL: //admin:pw11secret@staging.example.com/\n- Stack: Go\n",
+		"an @ in the password":  "- Base URL: https://admin:p@ss@w0rd@staging.example.com/\n- Stack: Go\n",
+		"in the overview":       "A site at https://admin:pw12secret@staging.example.com/app, long prose follows.\n",
+		"a tab before the @":    "- Base URL: https://u19:pw19tab\t@staging.example.com/\n- Stack: Go\n",
+		"a CR in the password":  "- Base URL: https://u20:pw20\rcr@staging.example.com/\n- Stack: Go\n",
+		"backslashes":           "- Base URL: https:\\\\u18:pw18bs@staging.example.com\\\n- Stack: Go\n",
+		"a fullwidth at":        "Runs at https://u6:pw6fw＠staging.example.com/ for now, and more prose follows here.\n",
+		"a small at":            "- Base URL: https://u7:pw7sm﹫staging.example.com/\n- Stack: Go\n",
+		"split across lines":    "## Base URL\n\nhttps://u25:\npw25split@staging.example.com/\n\n## Stack\n\nGo\n",
+		"a tab, no key":         "Runs at https://u26:pw26\t@staging.example.com/ and more prose follows here.\n",
+		"a CRLF inside the URL": "Runs at https://u27:\r\npw27crlf@staging.example.com/ with prose after it, enough.\n",
+		"a line break in a key": "- Base URL: https://u28:\npw28nl@staging.example.com/\n- Stack: Go\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := SummarizeProject(doc)
 			plain := s.For(Step{Name: "build", Prompt: "Build the page"})
-			for _, secret := range []string{"ZZZZ", "pw16", "pw11", "w0rd", "ss@", "pw12", "pw19", "pw20", "pw18", "pw6", "pw7", "pw25", "pw26"} {
+			for _, secret := range []string{"ZZZZ", "pw16", "pw11", "w0rd", "ss@", "pw12", "pw19", "pw20", "pw18", "pw6", "pw7", "pw25", "pw26", "pw27", "pw28"} {
 				require.NotContains(t, plain, secret)
 			}
 			require.Contains(t, plain, "staging.example.com")
