@@ -5,11 +5,14 @@ import "fmt"
 // leadOver is how many answers l.Agents[self] is ahead of its slowest
 // alive peer (negative when it trails everyone); ok is false without alive
 // peers. Failed peers are left out, or a crashed agent would freeze
-// everyone else's progress.
-func leadOver(l Ledger, self int) (lead int, ok bool) {
+// everyone else's progress; so are, in decomposition, peers whose latest
+// action is a stop: they said their part is done, and revisiting it when
+// news arrives they may well stop again, never catching up (the streak
+// limit is what bounds an agent that keeps answering there).
+func leadOver(l Ledger, self int, decomposition bool) (lead int, ok bool) {
 	slowest := 0
 	for i, p := range l.Agents {
-		if p.Failed || i == self {
+		if p.Failed || i == self || (decomposition && p.LastAction == ActionStop) {
 			continue
 		}
 		if !ok || p.AnswerCount < slowest {
@@ -27,11 +30,11 @@ func leadOver(l Ledger, self int) (lead int, ok bool) {
 // the lead never exceeds the cap. A first answer is never blocked: every
 // agent is owed one independent attempt before pacing applies (seed 001,
 // "Fairness and Pacing"). instead says what the model should do.
-func fairnessBlock(l Ledger, self int, leadCap *int, instead string) string {
+func fairnessBlock(l Ledger, self int, leadCap *int, instead string, decomposition bool) string {
 	if leadCap == nil || l.Agents[self].AnswerCount == 0 {
 		return ""
 	}
-	lead, ok := leadOver(l, self)
+	lead, ok := leadOver(l, self, decomposition)
 	if !ok || lead < *leadCap {
 		return ""
 	}

@@ -75,7 +75,7 @@ func CanSubmit(l Ledger, s Submission, lim Limits) (ok bool, reason string) {
 			return false, fmt.Sprintf("global answer limit reached (%d of %d): %s", total, *m, instead)
 		}
 	}
-	if r := fairnessBlock(l, i, lim.FairnessLeadCap, instead); r != "" {
+	if r := fairnessBlock(l, i, lim.FairnessLeadCap, instead, s.Decomposition); r != "" {
 		return false, r
 	}
 	return true, ""

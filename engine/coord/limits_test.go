@@ -219,3 +219,22 @@ func TestPaused(t *testing.T) {
 		assert.Equal(t, tc.want, Paused(tc.l, "a", tc.lim, tc.decomp), tc.name)
 	}
 }
+
+// In decomposition a peer that stopped said its part is done and will not
+// catch up: it does not hold the others back under the fairness lead cap
+// (their answers would otherwise be refused until they are dropped; the
+// streak limit bounds them instead). A peer still working on its first
+// step, or voting mode, still counts.
+func TestFairnessIgnoresPeersThatStopped(t *testing.T) {
+	cap1 := Limits{FairnessLeadCap: intp(1)}
+	stopped := newSim("a", "b").stop("b").answer("a").ledger()
+	ok, reason := CanSubmit(stopped, Submission{Agent: "a", Seen: seenNow(stopped), Decomposition: true}, cap1)
+	assert.True(t, ok, reason)
+
+	ok, _ = CanSubmit(stopped, Submission{Agent: "a"}, cap1)
+	assert.False(t, ok, "voting mode keeps MassGen's rule")
+
+	working := newSim("a", "b").answer("a").ledger()
+	ok, _ = CanSubmit(working, Submission{Agent: "a", Seen: seenNow(working), Decomposition: true}, cap1)
+	assert.False(t, ok, "b has not acted yet: it may still answer")
+}
