@@ -77,6 +77,12 @@ const turnEndedChange = "turn-ended-relaunch"
 // recorded before showed it nothing.
 const decompositionViewChange = "decomposition-first-step-sees-peers"
 
+// failedPresenterChange is the workflow.GetVersion change id of replacing
+// a configured presenter that failed (decomposition, no vote round) by the
+// first alive agent, as docs/config.md says. Runs recorded before let the
+// dropped agent present.
+const failedPresenterChange = "failed-presenter-replaced"
+
 // givenUpStepsChange is the workflow.GetVersion change id of counting the
 // steps the workflow gives up without an action (coord.Agent.GivenUpStep:
 // fenced by a restart, superseded, ended by the round timeout) toward
@@ -137,7 +143,10 @@ type coordination struct {
 	// capGivenUp: steps given up without an action count toward
 	// max_steps_per_agent (givenUpStepsChange).
 	capGivenUp bool
-	statusW    *statusWriter // nil on runs recorded before it existed
+	// replaceFailedPresenter: a configured presenter that failed is
+	// replaced by the first alive agent (failedPresenterChange).
+	replaceFailedPresenter bool
+	statusW                *statusWriter // nil on runs recorded before it existed
 	// Search attribute values last upserted.
 	saPhase, saWinner string
 }
@@ -188,6 +197,7 @@ func (w *coordination) run(ctx workflow.Context) (CoordinationResult, error) {
 	w.fixedView = workflow.GetVersion(ctx, visibleAnswersChange, workflow.DefaultVersion, 1) == 1
 	w.fenced = workflow.GetVersion(ctx, fencedStepsChange, workflow.DefaultVersion, 1) == 1
 	w.capGivenUp = workflow.GetVersion(ctx, givenUpStepsChange, workflow.DefaultVersion, 1) == 1
+	w.replaceFailedPresenter = workflow.GetVersion(ctx, failedPresenterChange, workflow.DefaultVersion, 1) == 1
 	if err := w.begin(ctx); err != nil {
 		return CoordinationResult{}, err
 	}

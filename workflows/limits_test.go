@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
@@ -114,4 +115,21 @@ func TestDecompositionStepWithoutAnswerSeesPeers(t *testing.T) {
 	require.NotNil(t, second, "a is relaunched once b answered")
 	require.Equal(t, map[string]int{b: 1}, second.Visible, "shown b's work though a has no answer")
 	require.NotContains(t, pairs(h.launched()), "agent_a:3")
+}
+
+// A configured presenter that was dropped is replaced by the first alive
+// agent (docs/config.md), not asked to write the final answer.
+func TestDroppedPresenterIsReplaced(t *testing.T) {
+	cfg := testConfig(a, b)
+	cfg.Orchestrator.CoordinationMode = config.ModeDecomposition
+	cfg.Orchestrator.Presenter = b
+	h := newHarness(t, map[stepKey]scripted{
+		{a, 1}: answer(time.Minute), {a, 2}: stop(time.Minute, nil),
+		{b, 1}: fail(temporal.NewNonRetryableApplicationError("model gone", "ModelRejected", nil)),
+	})
+	h.run(input(cfg))
+	r := h.result()
+	require.Contains(t, r.FailedAgents, b)
+	require.Equal(t, a, r.Winner, "the first alive agent presents")
+	require.Equal(t, a, h.presents[len(h.presents)-1].Presenter)
 }

@@ -29,6 +29,9 @@ func (w *coordination) decideNoVote(ctx workflow.Context) {
 func (w *coordination) verdictOptions() coord.VerdictOptions {
 	o := w.orch.VerdictOptions()
 	o.SkipVoting = w.state.NoVote
+	if w.replaceFailedPresenter {
+		o = o.WithoutFailedPresenter(w.state.Ledger)
+	}
 	return o
 }
 

@@ -71,6 +71,7 @@ func newSessionCmd() *cobra.Command {
 				return err
 			}
 			o.SkipVoting = o.SkipVoting || skipVoting
+			o = o.WithoutFailedPresenter(snap.Ledger())
 			out := stepModeStatus(snap, o)
 			if ended, err := endedSession(cmd.Context(), st, snap, o.Decomposition); err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", err)
@@ -80,6 +81,14 @@ func newSessionCmd() *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: the workflow that ran this session ended it (%s, %s); this is its outcome\n", session.StatusKey, ended.Phase)
 				out.Phase, out.Winner, out.Consensus, out.DecidedBy = ended.Phase, ended.Winner, ended.Consensus, ended.DecidedBy
 				out.Relaunch, out.Revote = []string{}, nil
+				// Only the workflow knows whom it dropped (and why): the
+				// stored files hold no record of it.
+				for id, as := range ended.Agents {
+					if cur, ok := out.Agents[id]; ok && as.State == coord.StateFailed {
+						cur.State, cur.FailReason, cur.GivenUpStep = coord.StateFailed, terminalLine(contract.Preview(as.FailReason)), as.GivenUpStep
+						out.Agents[id] = cur
+					}
+				}
 			}
 			usage, problems := storedUsage(cmd.Context(), st, out.Agents)
 			out.Usage = usage

@@ -328,3 +328,28 @@ func TestSessionStatusBelievesADecompositionPresenterWithoutAnswer(t *testing.T)
 	require.Equal(t, "done", s.Phase)
 	require.Equal(t, "agent_a", s.Winner)
 }
+
+// Only the workflow knows whom it dropped: session status on a session it
+// ended shows those agents failed, with the reason, as status.json does.
+func TestSessionStatusShowsTheAgentsTheWorkflowDropped(t *testing.T) {
+	dir := t.TempDir()
+	writeStep(t, dir, "agent_a", "001", "answer.json", `{"agent_id":"agent_a","answer":"x","timestamp":"2026-03-20T22:32:03Z"}`)
+	writeStep(t, dir, "agent_a", "002", "vote.json", `{"voter":"agent_a","target":"agent_a","reason":"r","seen_steps":{"agent_a":1},"timestamp":"2026-03-20T22:32:05Z"}`)
+	writeStep(t, dir, "agent_b", "001", "launch.json", `{"launch":"2","fenced":true,"reason":"TurnEnded"}`)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{"workflow_id":"s-1","first_run_id":"r","inputs_hash":"sha256:x"}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "status.json"), []byte(`{"phase":"done","winner":"agent_a","consensus":true,"decided_by":"consensus",`+
+		`"agents":{"agent_b":{"state":"failed","fail_reason":"step 3: 3 steps in a row ended by the round timeout","given_up_step":3}}}`), 0o644))
+	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir, "--agents", "agent_a,agent_b")
+	require.Equal(t, 0, code, errs)
+	var s struct {
+		Agents map[string]struct {
+			State       string `json:"state"`
+			FailReason  string `json:"fail_reason"`
+			GivenUpStep int    `json:"given_up_step"`
+		} `json:"agents"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s), out)
+	require.Equal(t, "failed", s.Agents["agent_b"].State)
+	require.Contains(t, s.Agents["agent_b"].FailReason, "round timeout")
+	require.Equal(t, 3, s.Agents["agent_b"].GivenUpStep)
+}

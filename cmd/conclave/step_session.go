@@ -119,6 +119,7 @@ func planStep(ctx context.Context, st storage.Store, self string, orch config.Or
 	o := orch.VerdictOptions()
 	o.Decomposition = info.Mode == string(config.ModeDecomposition)
 	l := snap.Ledger()
+	o = o.WithoutFailedPresenter(l)
 	// What a step is asked to do follows from the actions stored so far:
 	// a peer's step in progress (launched in the same round, racing this
 	// one) has not changed them, and must not turn a re-vote into a

@@ -37,6 +37,17 @@ type VerdictOptions struct {
 	SkipVoting bool
 }
 
+// WithoutFailedPresenter is o with a configured presenter that has failed
+// left out, so that Presenter falls back to the first alive agent
+// (docs/config.md: "a presenter that failed is replaced"): an agent dropped
+// for misbehaving would otherwise still write the final answer.
+func (o VerdictOptions) WithoutFailedPresenter(l Ledger) VerdictOptions {
+	if a := l.Find(o.Presenter); a != nil && a.Failed {
+		o.Presenter = ""
+	}
+	return o
+}
+
 // Verdict is what the ledger says about the end of coordination.
 type Verdict struct {
 	Done   bool
