@@ -97,7 +97,8 @@ func TestAnswerRefusedDoesNotCountAsAnOverrun(t *testing.T) {
 	refused := fail(temporal.NewNonRetryableApplicationError("agent agent_a's answer was refused by an answer limit", contract.ErrTypeAnswerRefused, nil))
 	seen := map[string]int{b: 1}
 	h := newHarness(t, map[stepKey]scripted{
-		{a, 1}: roundTimedOut(), {a, 2}: roundTimedOut(), {a, 3}: refused, {a, 4}: vote(b, time.Minute, seen),
+		// agent_a's steps end after b's answer is in, so its vote is fresh.
+		{a, 1}: {err: roundTimedOut().err, delay: 2 * time.Minute}, {a, 2}: roundTimedOut(), {a, 3}: refused, {a, 4}: vote(b, time.Minute, seen),
 		{b, 1}: answer(time.Minute), {b, 2}: vote(b, 5*time.Minute, seen),
 	})
 	h.run(input(testConfig(a, b)))

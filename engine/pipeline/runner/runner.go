@@ -16,6 +16,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/llm"
@@ -31,6 +32,13 @@ const DefaultMaxIterations = 50
 // max_iterations. The step then fails (and on_failure applies), as a
 // coordination step fails after max_enforcement_attempts.
 const MaxUnknownToolReplies = 3
+
+// MaxInvalidCallReplies bounds the replies in a row whose every call was a
+// refused complete_step, jump_to_step or call_step (invalid arguments, a
+// step it may not reach, evidence outside the workspace) and nothing else:
+// the errors tell the model what to fix, and one that does not after this
+// many tries would otherwise spend all of max_iterations.
+const MaxInvalidCallReplies = 5
 
 // Input is one step to run.
 type Input struct {
@@ -74,6 +82,9 @@ type State struct {
 	Final   *Outcome          `json:"final,omitempty"`
 	// UnknownTools counts replies that called a tool not offered.
 	UnknownTools int `json:"unknown_tools,omitempty"`
+	// InvalidCalls counts the replies in a row whose calls were all
+	// refused step tools (MaxInvalidCallReplies).
+	InvalidCalls int `json:"invalid_calls,omitempty"`
 }
 
 // Outcome is how the step ended. Evidence is seed 004's evidencePaths.
@@ -230,16 +241,27 @@ func (p *policy) Tools(_ *Transcript, files agent.Files) []tools.Spec {
 func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files agent.Files) (agent.Turn, error) {
 	var turn agent.Turn
 	var done *pipeline.Completion
-	unknown := ""
+	unknown, refused := "", ""
+	allRefused := len(msg.ToolCalls) > 0
 	for _, c := range msg.ToolCalls {
 		res, known := p.call(t, c, files, &done)
 		if !known {
 			unknown = c.Name
 		}
+		if isStepTool(c.Name) && res.IsError {
+			refused = c.Name + ": " + res.Content
+		} else {
+			allRefused = false
+		}
 		turn.Results = append(turn.Results, res)
 	}
 	if unknown != "" {
 		t.State.UnknownTools++
+	}
+	if allRefused {
+		t.State.InvalidCalls++
+	} else {
+		t.State.InvalidCalls = 0
 	}
 	if len(msg.ToolCalls) == 0 && t.State.Pending == nil {
 		// Seed 004's answer: only the result object, read as complete_step.
@@ -259,6 +281,10 @@ func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files
 	}
 	var out *Outcome
 	switch {
+	case t.State.InvalidCalls >= MaxInvalidCallReplies && done == nil && t.State.Pending == nil:
+		last := cut(refused, 300)
+		out = &Outcome{Status: pipeline.Failed, Error: fmt.Sprintf("step %q made %d replies in a row of refused step tool calls (last: %s)", p.step.Name, t.State.InvalidCalls, last)}
+		out.Summary = "failed: " + out.Error
 	case unknown != "" && t.State.UnknownTools >= MaxUnknownToolReplies && done == nil && t.State.Pending == nil:
 		out = &Outcome{Status: pipeline.Failed, Error: fmt.Sprintf("step %q called tools it does not offer (last %q) in %d replies", p.step.Name, unknown, t.State.UnknownTools)}
 		out.Summary = "failed: " + out.Error
@@ -367,4 +393,20 @@ func summaryOf(text string, c pipeline.Completion) string {
 		return "passed; evidence: " + strings.Join(c.Evidence, ", ")
 	}
 	return "passed"
+}
+
+// isStepTool reports the pipeline's own tools (not the workspace's).
+func isStepTool(name string) bool {
+	return name == pipeline.ToolComplete || name == pipeline.ToolJump || name == pipeline.ToolCall
+}
+
+// cut shortens s to n bytes at a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -184,3 +184,26 @@ func TestOutcomeReadsItsFormerEvidenceName(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(data), `"evidencePaths":["a.txt"]`)
 }
+
+// A model that keeps calling the step's own tools with arguments they
+// refuse fails the step after 5 replies in a row,
+// instead of spending max_iterations; a reply that does something else
+// (a valid call) starts the count again.
+func TestInvalidStepCallsFailTheStep(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Call(pipeline.ToolComplete, `{"status":"pass","extra":1}`))
+	out, _, err := Run(context.Background(), input(t, srv, "main"))
+	require.NoError(t, err)
+	require.Equal(t, pipeline.Failed, out.Status)
+	require.Contains(t, out.Error, "replies in a row of refused step tool calls")
+	require.Contains(t, out.Error, pipeline.ToolComplete)
+	require.Equal(t, MaxInvalidCallReplies, srv.Count())
+
+	srv = llmtest.Start(t,
+		llmtest.Call(pipeline.ToolComplete, `{"status":"maybe"}`).Times(MaxInvalidCallReplies-1),
+		llmtest.Call("list_files", `{}`).Once(),
+		llmtest.Call(pipeline.ToolComplete, `{"status":"maybe"}`).Times(MaxInvalidCallReplies-1),
+		llmtest.Call(pipeline.ToolComplete, `{"status":"pass"}`))
+	out, _, err = Run(context.Background(), input(t, srv, "main"))
+	require.NoError(t, err)
+	require.Equal(t, pipeline.Completed, out.Status, "the count starts again after a valid call")
+}
