@@ -255,7 +255,7 @@ func TestSessionStatusReportsTheWorkflowsEnd(t *testing.T) {
 	require.Equal(t, "coordinating", s.Phase)
 	require.ElementsMatch(t, []string{"agent_a", "agent_b"}, s.Relaunch)
 
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{"workflow_id":"s-1","first_run_id":"r","inputs_hash":"sha256:x"}`), 0o644))
+	ownedByAWorkflow(t, dir)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "status.json"), []byte(`{"phase":"timeout","winner":"agent_a","agents":{}}`), 0o644))
 	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
 	require.Equal(t, 0, code, errs)
@@ -296,7 +296,7 @@ func TestSessionStatusIgnoresAStatusThatDoesNotMatch(t *testing.T) {
 			case tc.name == "an owner without ids":
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{}`), 0o644))
 			case tc.owned:
-				require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{"workflow_id":"s-1","first_run_id":"r","inputs_hash":"sha256:x"}`), 0o644))
+				ownedByAWorkflow(t, dir)
 			}
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "status.json"), []byte(tc.status), 0o644))
 			code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
@@ -318,7 +318,7 @@ func TestSessionStatusBelievesADecompositionPresenterWithoutAnswer(t *testing.T)
 	writeStep(t, dir, "agent_a", "001", "stop.json", `{"agent_id":"agent_a","summary":"nothing to add","status":"complete","seen_steps":{"agent_b":1},"timestamp":"2026-03-20T22:32:05Z"}`)
 	writeStep(t, dir, "agent_b", "001", "answer.json", `{"agent_id":"agent_b","answer":"part B","timestamp":"2026-03-20T22:32:04Z"}`)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "session.json"), []byte(`{"agents":["agent_a","agent_b"],"mode":"decomposition"}`), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{"workflow_id":"s-1","first_run_id":"r","inputs_hash":"sha256:x"}`), 0o644))
+	ownedByAWorkflow(t, dir)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "status.json"), []byte(`{"phase":"done","winner":"agent_a","consensus":true,"decided_by":"consensus"}`), 0o644))
 	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir)
 	require.Equal(t, 0, code, errs)
@@ -336,7 +336,7 @@ func TestSessionStatusShowsTheAgentsTheWorkflowDropped(t *testing.T) {
 	writeStep(t, dir, "agent_a", "001", "answer.json", `{"agent_id":"agent_a","answer":"x","timestamp":"2026-03-20T22:32:03Z"}`)
 	writeStep(t, dir, "agent_a", "002", "vote.json", `{"voter":"agent_a","target":"agent_a","reason":"r","seen_steps":{"agent_a":1},"timestamp":"2026-03-20T22:32:05Z"}`)
 	writeStep(t, dir, "agent_b", "001", "launch.json", `{"launch":"2","fenced":true,"reason":"TurnEnded"}`)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{"workflow_id":"s-1","first_run_id":"r","inputs_hash":"sha256:x"}`), 0o644))
+	ownedByAWorkflow(t, dir)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "status.json"), []byte(`{"phase":"done","winner":"agent_a","consensus":true,"decided_by":"consensus",`+
 		`"agents":{"agent_b":{"state":"failed","fail_reason":"step 3: 3 steps in a row ended by the round timeout","given_up_step":3}}}`), 0o644))
 	code, out, errs := runCLI(t, "session", "status", "--session-dir", dir, "--agents", "agent_a,agent_b")
@@ -352,4 +352,11 @@ func TestSessionStatusShowsTheAgentsTheWorkflowDropped(t *testing.T) {
 	require.Equal(t, "failed", s.Agents["agent_b"].State)
 	require.Contains(t, s.Agents["agent_b"].FailReason, "round timeout")
 	require.Equal(t, 3, s.Agents["agent_b"].GivenUpStep)
+}
+
+// ownedByAWorkflow writes the owner.json a Coordination workflow creates
+// for its session.
+func ownedByAWorkflow(t *testing.T, dir string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "owner.json"), []byte(`{"workflow_id":"s-1","first_run_id":"r","inputs_hash":"sha256:x"}`), 0o644))
 }

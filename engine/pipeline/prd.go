@@ -177,7 +177,7 @@ func SummarizeProject(doc string) ProjectSummary {
 	if len(urlLogins) > 0 {
 		s.Credentials = join(append(parts[fieldCredentials], urlLogins...), MaxProjectFieldBytes)
 	}
-	return s.withoutURLCredentials()
+	return s
 }
 
 // stripURLCredentials removes the "user:password@" of every URL in line,
@@ -193,10 +193,9 @@ func stripURLCredentials(re *regexp.Regexp, line string) (string, []string) {
 }
 
 // withoutURLCredentials moves the "user:password@" of every URL outside
-// Credentials into Credentials: a URL such as
-// https://admin:secret@staging.example/ under "Staging URL" would
-// otherwise hand the password to every step, while credentials go only to
-// the steps that log in.
+// Credentials into Credentials, for a summary read back from context.json
+// (which a person may have edited): SummarizeProject takes them out of the
+// document's lines itself, before fields are cut to size.
 func (s ProjectSummary) withoutURLCredentials() ProjectSummary {
 	var found []string
 	for _, v := range []*string{&s.Project, &s.AppType, &s.BaseURL, &s.Stack, &s.Overview} {
