@@ -23,7 +23,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
 # Each fuzz target runs this long in `make test` (longer by hand: make fuzz FUZZTIME=5m).
 FUZZTIME ?= 5s
-FUZZ_TARGETS := ./engine/coord:FuzzStaleMonotonic ./engine/coord:FuzzDecide ./engine/coord:FuzzPermutation \
+FUZZ_TARGETS := ./engine/coord:FuzzMachine ./engine/coord:FuzzStaleMonotonic ./engine/coord:FuzzDecide ./engine/coord:FuzzPermutation \
                 ./engine/config:FuzzParse ./engine/storage:FuzzValidKey \
                 ./engine/tools:FuzzWorkspacePath ./engine/tools:FuzzParseVote ./engine/pipeline:FuzzNext
 

@@ -73,7 +73,7 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 			fmt.Sprintf("agent step mode %q is not one of %s, %s, %s (or empty to choose from the limits)",
 				in.Mode, coord.ModeVoting, coord.ModeVoteOnly, coord.ModeDecomposition), contract.ErrTypeConfig, nil)
 	}
-	inputs, err := inputs(ctx, st, rec, in.InputsHash, in.Task, in.Config, in.EvalCriteria)
+	inputs, err := inputs(ctx, st, rec, in.InputsHash)
 	if err != nil {
 		return contract.AgentStepResult{}, err
 	}
@@ -90,13 +90,13 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 	res, err := step.Run(ctx, step.Options{
 		Store: st, Config: cfg, Agent: agent.ID, Task: inputs.Task, EvalCriteria: inputs.Criteria,
 		Step: in.Step, Mode: mode, Tally: in.Tally, AutoStop: in.AutoStop, Tag: strconv.Itoa(in.Launch), Owner: ownerName(in.Owner), Model: model,
-		Evaluation: in.Evaluation, Visible: in.Visible, Exclusive: in.Fenced,
+		Evaluation: in.Evaluation, Visible: in.Visible, Exclusive: true,
 		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
 		OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now,
 	})
 	if err != nil {
 		err = classify(err)
-		if in.Fenced && stepOver(err) {
+		if stepOver(err) {
 			// The step ended for good without an action: fence its folder,
 			// so that nothing reading the session (session status) takes
 			// its checkpoint for a step still running.
@@ -151,7 +151,7 @@ func (a *Activities) Present(ctx context.Context, in contract.PresentInput) (con
 	if err != nil {
 		return contract.PresentResult{}, err
 	}
-	inputs, err := inputs(ctx, st, rec, in.InputsHash, in.Task, in.Config, in.EvalCriteria)
+	inputs, err := inputs(ctx, st, rec, in.InputsHash)
 	if err != nil {
 		return contract.PresentResult{}, err
 	}

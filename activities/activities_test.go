@@ -45,6 +45,20 @@ func setup(t *testing.T, rules ...llmtest.Rule) (*Activities, *testsuite.TestAct
 	return acts, env, *cfg, st
 }
 
+// initSession creates session id for a test owner, as a workflow's first
+// activity does, and returns what every later activity of it sends: the
+// session's ref and the hash of its stored inputs.
+func initSession(t *testing.T, acts *Activities, env *testsuite.TestActivityEnvironment, id, task string, cfg config.Config) (contract.SessionRef, string) {
+	t.Helper()
+	owner := contract.Owner{WorkflowID: "wf-" + id, FirstRunID: "run-1"}
+	v, err := env.ExecuteActivity(acts.InitSession, contract.InitSessionInput{SessionID: id, Task: task, Config: cfg, Owner: owner,
+		CreatedAt: time.Now().UTC().Format(time.RFC3339)})
+	require.NoError(t, err)
+	var res contract.InitSessionResult
+	require.NoError(t, v.Get(&res))
+	return contract.SessionRef{Owner: &owner, Location: res.Location}, res.InputsHash
+}
+
 func call(name, args string) llmtest.Rule {
 	return llmtest.Call(name, args)
 }
@@ -52,9 +66,9 @@ func call(name, args string) llmtest.Rule {
 func TestAgentStepStoresAndReturnsSmallResult(t *testing.T) {
 	long := strings.Repeat("The Beatles were a band from Liverpool. ", 50)
 	acts, env, cfg, st := setup(t, call("new_answer", `{"content":"`+long+`"}`))
-	_, err := env.ExecuteActivity(acts.InitSession, contract.InitSessionInput{SessionID: "s1", Task: "t", Agents: []string{"agent_a", "agent_b"}, Mode: "voting"})
-	require.NoError(t, err)
-	v, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 1, Task: "t", Config: cfg, Mode: coord.ModeVoting})
+	ref, hash := initSession(t, acts, env, "s1", "t", cfg)
+	v, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 1,
+		SessionRef: ref, InputsHash: hash, Mode: coord.ModeVoting, Visible: map[string]int{}})
 	require.NoError(t, err)
 	var res contract.AgentStepResult
 	require.NoError(t, v.Get(&res))
@@ -86,7 +100,9 @@ func TestAgentStepErrorClassification(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			acts, env, cfg, _ := setup(t, c.rule)
-			_, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 1, Task: "t", Config: cfg, Mode: coord.ModeVoting})
+			ref, hash := initSession(t, acts, env, "s1", "t", cfg)
+			_, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 1,
+				SessionRef: ref, InputsHash: hash, Mode: coord.ModeVoting, Visible: map[string]int{}})
 			var appErr *temporal.ApplicationError
 			require.True(t, errors.As(err, &appErr), "%v", err)
 			require.Equal(t, c.errType, appErr.Type())
@@ -99,7 +115,7 @@ func TestAgentStepErrorClassification(t *testing.T) {
 func TestBadSessionAndConfig(t *testing.T) {
 	acts, env, cfg, _ := setup(t)
 	for _, id := range []string{"", "../x", "a/../../b", "a\\b"} {
-		_, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: id, Agent: "agent_a", Step: 1, Config: cfg})
+		_, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: id, Agent: "agent_a", Step: 1})
 		var appErr *temporal.ApplicationError
 		require.True(t, errors.As(err, &appErr), id)
 		require.True(t, appErr.NonRetryable(), id)
@@ -107,10 +123,15 @@ func TestBadSessionAndConfig(t *testing.T) {
 	bad := cfg
 	bad.Agents = append([]config.Agent(nil), cfg.Agents...)
 	bad.Agents[0].ID = "Not Valid"
-	_, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s", Agent: "agent_b", Step: 1, Task: "t", Config: bad})
-	require.ErrorContains(t, err, "invalid config")
+	_, err := env.ExecuteActivity(acts.InitSession, contract.InitSessionInput{SessionID: "s", Task: "t", Config: bad,
+		Owner: contract.Owner{WorkflowID: "wf", FirstRunID: "r"}})
+	require.ErrorContains(t, err, "invalid coordination input: config.")
+	var invalid *temporal.ApplicationError
+	require.True(t, errors.As(err, &invalid))
+	require.Equal(t, contract.ErrTypeInvalidInput, invalid.Type())
 
-	_, err = env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s", Agent: "agent_a", Step: 1, Task: "t", Config: cfg, Mode: "answer_only"})
+	ref, hash := initSession(t, acts, env, "s", "t", cfg)
+	_, err = env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s", Agent: "agent_a", Step: 1, SessionRef: ref, InputsHash: hash, Mode: "answer_only"})
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr))
 	require.Equal(t, contract.ErrTypeConfig, appErr.Type())
@@ -120,10 +141,12 @@ func TestBadSessionAndConfig(t *testing.T) {
 
 func TestWinnerReusePresentNeedsNoModel(t *testing.T) {
 	acts, env, cfg, st := setup(t)
+	ref, hash := initSession(t, acts, env, "s1", "t", cfg)
 	_, err := session.Save(context.Background(), storage.Sub(st, "s1"), session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "final text", Now: time.Now()})
 	require.NoError(t, err)
 	acts.Models = func(*config.Config, *config.Agent) (llm.Model, error) { return nil, errors.New("no key") }
-	v, err := env.ExecuteActivity(acts.Present, contract.PresentInput{SessionID: "s1", Presenter: "agent_b", Task: "t", Config: cfg, Strategy: string(config.FinalWinnerReuse)})
+	v, err := env.ExecuteActivity(acts.Present, contract.PresentInput{SessionID: "s1", Presenter: "agent_b", SessionRef: ref, InputsHash: hash,
+		Strategy: string(config.FinalWinnerReuse)})
 	require.NoError(t, err)
 	var res contract.PresentResult
 	require.NoError(t, v.Get(&res))

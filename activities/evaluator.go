@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/conclave-ai/conclave/contract"
-	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/evaluator"
 	"github.com/conclave-ai/conclave/engine/step"
@@ -21,7 +20,7 @@ func (a *Activities) RoundEvaluator(ctx context.Context, in contract.RoundEvalua
 	if err != nil {
 		return contract.RoundEvaluatorResult{}, err
 	}
-	inputs, err := inputs(ctx, st, rec, in.InputsHash, "", config.Config{}, nil)
+	inputs, err := inputs(ctx, st, rec, in.InputsHash)
 	if err != nil {
 		return contract.RoundEvaluatorResult{}, err
 	}

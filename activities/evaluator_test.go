@@ -35,8 +35,8 @@ func TestRoundEvaluatorStoresHandoff(t *testing.T) {
 		llmtest.Call(evaluator.ToolSubmit, evaluation(t, map[string]any{"tasks": []any{}})).Once(),
 		llmtest.Text("no tools").Times(3))
 	owner := &contract.Owner{WorkflowID: "wf", FirstRunID: "run"}
-	v, err := env.ExecuteActivity(acts.InitSession, contract.InitSessionInput{SessionID: "s1", Task: "Pages.", Agents: []string{"agent_a", "agent_b"},
-		Mode: "voting", Owner: owner, Config: &cfg, CreatedAt: time.Now().UTC().Format(time.RFC3339)})
+	v, err := env.ExecuteActivity(acts.InitSession, contract.InitSessionInput{SessionID: "s1", Task: "Pages.",
+		Owner: *owner, Config: cfg, CreatedAt: time.Now().UTC().Format(time.RFC3339)})
 	require.NoError(t, err)
 	var init contract.InitSessionResult
 	require.NoError(t, v.Get(&init))

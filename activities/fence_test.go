@@ -30,10 +30,11 @@ func TestAgentStepShowsTheLaunchView(t *testing.T) {
 		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c", Name: "new_answer", Arguments: `{"content":"A1"}`}}}
 	}))
 	ctx := context.Background()
+	ref, hash := initSession(t, acts, env, "s1", "t", cfg)
 	_, err := session.Save(ctx, storage.Sub(st, "s1"), session.StepOutput{Agent: "agent_b", Action: coord.ActionNewAnswer, Answer: "B1 came first", Now: time.Now()})
 	require.NoError(t, err)
 	_, err = env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 1,
-		Task: "t", Config: cfg, Mode: coord.ModeVoting, Visible: map[string]int{}})
+		SessionRef: ref, InputsHash: hash, Mode: coord.ModeVoting, Visible: map[string]int{}})
 	require.NoError(t, err)
 	require.NotNil(t, first)
 	require.True(t, first.Contains("(no answers available yet)"))
@@ -46,6 +47,7 @@ func TestAgentStepShowsTheLaunchView(t *testing.T) {
 func TestFenceStep(t *testing.T) {
 	acts, env, cfg, st := setup(t, llmtest.Call("vote", `{"agent_id":"agent2","reason":"B1"}`))
 	ctx := context.Background()
+	ref, hash := initSession(t, acts, env, "s1", "t", cfg)
 	sess := storage.Sub(st, "s1")
 	for _, ag := range []string{"agent_a", "agent_b"} {
 		_, err := session.Save(ctx, sess, session.StepOutput{Agent: ag, Action: coord.ActionNewAnswer, Answer: ag + " 1", Now: time.Now()})
@@ -54,15 +56,15 @@ func TestFenceStep(t *testing.T) {
 	last, err := sess.Get(ctx, session.LastActionKey("agent_a"))
 	require.NoError(t, err)
 	fence := func(agent string, step, launch int) bool {
-		v, err := env.ExecuteActivity(acts.FenceStep, contract.FenceStepInput{SessionID: "s1", Agent: agent, Step: step, Launch: launch, Reason: "restart"})
+		v, err := env.ExecuteActivity(acts.FenceStep, contract.FenceStepInput{SessionID: "s1", SessionRef: ref, Agent: agent, Step: step, Launch: launch, Reason: "restart"})
 		require.NoError(t, err)
 		var res contract.FenceStepResult
 		require.NoError(t, v.Get(&res))
 		return res.Committed
 	}
 	stepIn := func(agent string, launch int) contract.AgentStepInput {
-		return contract.AgentStepInput{SessionID: "s1", Agent: agent, Step: 2, Launch: launch, Task: "t", Config: cfg,
-			Mode: coord.ModeVoting, Visible: map[string]int{"agent_a": 1, "agent_b": 1}, Fenced: true}
+		return contract.AgentStepInput{SessionID: "s1", Agent: agent, Step: 2, Launch: launch, SessionRef: ref, InputsHash: hash,
+			Mode: coord.ModeVoting, Visible: map[string]int{"agent_a": 1, "agent_b": 1}}
 	}
 
 	// agent_a's step 2 (launch 3) is fenced off before it could commit.
@@ -125,8 +127,9 @@ func TestAgentStepOverFencesItsFolder(t *testing.T) {
 					return at
 				}
 			}
+			ref, hash := initSession(t, acts, env, "s1", "t", cfg)
 			_, err := env.ExecuteActivity(acts.AgentStep, contract.AgentStepInput{SessionID: "s1", Agent: "agent_a", Step: 1, Launch: 7,
-				Task: "t", Config: cfg, Mode: coord.ModeVoting, Visible: map[string]int{}, Fenced: true})
+				SessionRef: ref, InputsHash: hash, Mode: coord.ModeVoting, Visible: map[string]int{}})
 			var app *temporal.ApplicationError
 			require.True(t, errors.As(err, &app), "%v", err)
 			require.Equal(t, tc.errType, app.Type())

@@ -26,6 +26,20 @@ func pipelineStepInput() contract.PipelineStepInput {
 		Backend: &config.Backend{Type: "openai", Model: "m"}}
 }
 
+// ownRun creates in's run for a test owner, as a Pipeline workflow's
+// first activity does, and returns in with the run's ref.
+func ownRun(t *testing.T, acts *Activities, env *testsuite.TestActivityEnvironment, in contract.PipelineStepInput) contract.PipelineStepInput {
+	t.Helper()
+	owner := &contract.Owner{WorkflowID: in.RunID, FirstRunID: "first"}
+	v, err := env.ExecuteActivity(acts.InitPipeline, contract.InitPipelineInput{RunID: in.RunID, Input: in.Input,
+		Definition: contract.PipelineDefinition{Graph: in.Graph, Backend: in.Backend}, Owner: owner})
+	require.NoError(t, err)
+	var res contract.InitPipelineResult
+	require.NoError(t, v.Get(&res))
+	in.SessionRef = contract.SessionRef{Owner: owner, Location: res.Location}
+	return in
+}
+
 // A retried PipelineStep resumes its checkpoint: the workspace is rebuilt
 // from the transcript and no answered model call is made again.
 func TestPipelineStepResumesCheckpoint(t *testing.T) {
@@ -34,7 +48,7 @@ func TestPipelineStepResumesCheckpoint(t *testing.T) {
 		llmtest.Fail(400, "the worker died here").Once(),
 		llmtest.Call("complete_step", `{"status":"pass","evidence":["out.txt"]}`),
 	)
-	in := pipelineStepInput()
+	in := ownRun(t, acts, env, pipelineStepInput())
 	_, err := env.ExecuteActivity(acts.PipelineStep, in)
 	require.Error(t, err)
 	_, err = st.Get(context.Background(), "run-1/steps/001-build/trace.jsonl")
@@ -75,8 +89,9 @@ func TestPipelineStepStartsFreshFromADamagedCheckpoint(t *testing.T) {
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(acts)
 	ctx := context.Background()
+	in := ownRun(t, acts, env, pipelineStepInput())
 	require.NoError(t, st.Put(ctx, "run-1/steps/001-build/trace.jsonl", []byte("{not json")))
-	v, err := env.ExecuteActivity(acts.PipelineStep, pipelineStepInput())
+	v, err := env.ExecuteActivity(acts.PipelineStep, in)
 	require.NoError(t, err)
 	var res contract.PipelineStepResult
 	require.NoError(t, v.Get(&res))
@@ -96,8 +111,9 @@ func TestPipelineStepStartsFreshFromADamagedCheckpoint(t *testing.T) {
 func TestPipelineStepIgnoresOldCheckpoint(t *testing.T) {
 	acts, env, _, st := setup(t, llmtest.Text("done"))
 	old := `{"messages":[{"role":"system","content":"s"},{"role":"assistant","content":"old"}],"turns":1,"final":{"status":"failed"}}`
+	in := ownRun(t, acts, env, pipelineStepInput())
 	require.NoError(t, st.Put(context.Background(), "run-1/steps/001-build/trace.json", []byte(old)))
-	v, err := env.ExecuteActivity(acts.PipelineStep, pipelineStepInput())
+	v, err := env.ExecuteActivity(acts.PipelineStep, in)
 	require.NoError(t, err)
 	var res contract.PipelineStepResult
 	require.NoError(t, v.Get(&res))

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/conclave-ai/conclave/contract"
-	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/storage"
 )
@@ -19,14 +19,18 @@ import (
 // retried: soon, so that a worker with the right storage picks it up.
 const wrongStorageRetry = time.Second
 
-// InitSession creates the session. With an owner (every workflow since
-// sessions have owners) it first creates owner.json exclusively, recording
+// InitSession creates the session. It applies the config's defaults and
+// validates the inputs (contract.PrepareSession: its plan, in history, is
+// what the workflow runs by), creates owner.json exclusively, recording
 // the owner and the hash of the inputs, then writes session.json and
 // stores config.json and eval_criteria.json for the steps to load. A
 // session that exists already is refused unless it is this owner's (a
-// retry, or a reset of the owner), and nothing stored changes. Without an
-// owner (histories recorded before) it writes the files as it always did.
+// retry, or a reset of the owner), and nothing stored changes.
 func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {
+	plan, err := contract.PrepareSession(&in)
+	if err != nil {
+		return contract.InitSessionResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeInvalidInput, nil)
+	}
 	st, err := a.session(in.SessionID)
 	if err != nil {
 		return contract.InitSessionResult{}, err
@@ -35,11 +39,8 @@ func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInp
 	if err != nil {
 		created = a.now()
 	}
-	info := session.Info{Task: in.Task, Agents: in.Agents, Mode: in.Mode, CreatedAt: created.UTC()}
-	if in.Owner == nil || in.Config == nil {
-		return a.initUnowned(ctx, st, info, in.EvalCriteria)
-	}
-	enc, err := session.EncodeInputs(in.Task, in.Config, in.EvalCriteria)
+	info := session.Info{Task: in.Task, Agents: sortedIDs(plan.Agents), Mode: plan.Mode, CreatedAt: created.UTC()}
+	enc, err := session.EncodeInputs(in.Task, &in.Config, in.EvalCriteria)
 	if err != nil {
 		return contract.InitSessionResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
 	}
@@ -53,7 +54,7 @@ func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInp
 	if err := enc.Write(ctx, st); err != nil {
 		return contract.InitSessionResult{}, err
 	}
-	return contract.InitSessionResult{Location: st.Location(), InputsHash: enc.Hash}, nil
+	return contract.InitSessionResult{Location: st.Location(), InputsHash: enc.Hash, Plan: plan}, nil
 }
 
 // folderKind is what an owned folder holds: a session, or a pipeline run.
@@ -115,24 +116,17 @@ func ownedError(kind folderKind, id, location string, owner, caller contract.Own
 		kind.noun, id, location, owner, caller, kind.noun), contract.ErrTypeSessionOwned, nil)
 }
 
-// initUnowned is InitSession as recorded before sessions had owners.
-func (a *Activities) initUnowned(ctx context.Context, st storage.Store, info session.Info, criteria []string) (contract.InitSessionResult, error) {
-	if err := session.WriteJSON(ctx, st, session.InfoKey, info); err != nil {
-		return contract.InitSessionResult{}, err
-	}
-	if len(criteria) > 0 {
-		if err := session.WriteJSON(ctx, st, session.EvalCriteriaKey, criteria); err != nil {
-			return contract.InitSessionResult{}, err
-		}
-	}
-	return contract.InitSessionResult{Location: st.Location()}, nil
+func sortedIDs(ids []string) []string {
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	return s
 }
 
 // owned opens a session for a write and checks it against ref: this
 // worker's store must hold the session at ref.Location (else the attempt
 // is refused retryably, for a worker that does hold it), and the session
 // must belong to ref.Owner (else it is refused for good). It returns
-// owner.json, or nil for inputs recorded before sessions had owners.
+// owner.json.
 func (a *Activities) owned(ctx context.Context, id string, ref contract.SessionRef) (storage.Store, *session.OwnerFile, error) {
 	return a.ownedFolder(ctx, sessionFolder, id, ref)
 }
@@ -143,29 +137,23 @@ func (a *Activities) ownedFolder(ctx context.Context, kind folderKind, id string
 	if err != nil {
 		return nil, nil, err
 	}
-	if ref.Location == "" && ref.Owner == nil {
-		return st, nil, nil
+	if ref.Owner == nil {
+		return nil, nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("%s %q: the workflow sent no owner, so the write cannot be checked", kind.noun, id), contract.ErrTypeConfig, nil)
 	}
 	if ref.Location != "" && st.Location() != ref.Location {
 		return nil, nil, a.wrongStorage(ctx, id, fmt.Sprintf(
 			"this worker's storage puts %s %q at %s, but it was created at %s", kind.noun, id, st.Location(), ref.Location))
 	}
-	key := session.OwnerKey
-	var rec *session.OwnerFile
-	if ref.Owner != nil {
-		rec, err = session.ReadOwner(ctx, st)
-	} else { // a folder created before owners: it has its first file
-		key = kind.created
-		_, err = st.Get(ctx, key)
-	}
+	rec, err := session.ReadOwner(ctx, st)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil, a.wrongStorage(ctx, id, fmt.Sprintf(
-			"%s %q was created at %s, but this worker's storage has no %s at %s", kind.noun, id, ref.Location, key, st.Location()))
+			"%s %q was created at %s, but this worker's storage has no %s at %s", kind.noun, id, ref.Location, session.OwnerKey, st.Location()))
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if rec != nil && ownerOf(rec) != *ref.Owner {
+	if ownerOf(rec) != *ref.Owner {
 		return nil, nil, ownedError(kind, id, st.Location(), ownerOf(rec), *ref.Owner)
 	}
 	return st, rec, nil
@@ -185,17 +173,8 @@ func (a *Activities) wrongStorage(ctx context.Context, id, what string) error {
 		temporal.ApplicationErrorOptions{NextRetryDelay: wrongStorageRetry})
 }
 
-// inputs returns what a step runs on: the stored inputs when the input
-// carries their hash, else the inline ones of histories recorded before.
-func inputs(ctx context.Context, st storage.Store, rec *session.OwnerFile, hash, task string, cfg config.Config, criteria []string) (*session.Inputs, error) {
-	if hash == "" {
-		// Never nil: the workflow's criteria are the step's, none included.
-		return &session.Inputs{Task: task, Config: cfg, Criteria: append([]string{}, criteria...)}, nil
-	}
-	if rec == nil {
-		return nil, temporal.NewNonRetryableApplicationError(
-			"inputs by reference need the session's owner and location; the workflow sent neither", contract.ErrTypeConfig, nil)
-	}
+// inputs returns what a step runs on: the inputs stored with the hash.
+func inputs(ctx context.Context, st storage.Store, rec *session.OwnerFile, hash string) (*session.Inputs, error) {
 	in, err := session.LoadInputs(ctx, st, rec.InputsHash, hash)
 	if errors.Is(err, session.ErrInputsChanged) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
@@ -203,10 +182,5 @@ func inputs(ctx context.Context, st storage.Store, rec *session.OwnerFile, hash,
 	return in, err
 }
 
-// ownerName is step.Options.Owner: "" for inputs without an owner.
-func ownerName(o *contract.Owner) string {
-	if o == nil {
-		return ""
-	}
-	return o.String()
-}
+// ownerName is step.Options.Owner.
+func ownerName(o *contract.Owner) string { return o.String() }

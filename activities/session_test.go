@@ -45,7 +45,7 @@ func TestSessionOwnership(t *testing.T) {
 	other := &contract.Owner{WorkflowID: "wf-y", FirstRunID: "run-9"}
 	init := func(owner *contract.Owner, task string) (contract.InitSessionResult, error) {
 		v, err := env.ExecuteActivity(acts.InitSession, contract.InitSessionInput{SessionID: "X", Task: task,
-			Agents: []string{"agent_a", "agent_b"}, Mode: "voting", Owner: owner, Config: &cfg, EvalCriteria: []string{"correct"}})
+			Owner: *owner, Config: cfg, EvalCriteria: []string{"correct"}})
 		var res contract.InitSessionResult
 		if err == nil {
 			require.NoError(t, v.Get(&res))
@@ -89,7 +89,7 @@ func TestSessionOwnership(t *testing.T) {
 
 	// A session made without an owner (step mode) is not taken over either.
 	require.NoError(t, session.WriteJSON(context.Background(), storage.Sub(st, "S"), session.InfoKey, session.Info{Task: "step mode"}))
-	_, err = env.ExecuteActivity(acts.InitSession, contract.InitSessionInput{SessionID: "S", Task: "t", Owner: x, Config: &cfg})
+	_, err = env.ExecuteActivity(acts.InitSession, contract.InitSessionInput{SessionID: "S", Task: "t", Owner: *x, Config: cfg})
 	require.ErrorContains(t, err, "without an owner")
 }
 
@@ -123,8 +123,7 @@ func TestWrongStorageIsRetryable(t *testing.T) {
 func TestChangedInputsAreRefused(t *testing.T) {
 	acts, env, cfg, st := setup(t)
 	x := &contract.Owner{WorkflowID: "wf-x", FirstRunID: "run-1"}
-	v, err := env.ExecuteActivity(acts.InitSession, contract.InitSessionInput{SessionID: "X", Task: "ONE",
-		Agents: []string{"agent_a", "agent_b"}, Mode: "voting", Owner: x, Config: &cfg})
+	v, err := env.ExecuteActivity(acts.InitSession, contract.InitSessionInput{SessionID: "X", Task: "ONE", Owner: *x, Config: cfg})
 	require.NoError(t, err)
 	var res contract.InitSessionResult
 	require.NoError(t, v.Get(&res))

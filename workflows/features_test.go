@@ -60,16 +60,16 @@ func TestHumanInputUpdate(t *testing.T) {
 	require.Equal(t, 1, got["first"].seq)
 	require.Equal(t, 2, got["second"].seq)
 	require.Len(t, h.inbox, 2)
-	require.Equal(t, contract.WriteInboxInput{SessionID: "s1", SessionRef: contract.SessionRef{Owner: h.initIn[0].Owner, Location: "mem://s1"},
+	require.Equal(t, contract.WriteInboxInput{SessionID: "s1", SessionRef: contract.SessionRef{Owner: &h.initIn[0].Owner, Location: "mem://s1"},
 		Seq: 1, Text: "Please keep it under 17 syllables.",
 		At: h.start.Add(30 * time.Second).UTC().Format(time.RFC3339)}, h.inbox[0])
 	require.Equal(t, "Mention retries.", h.inbox[1].Text)
 }
 
 func TestHumanInputRejectedAfterCoordination(t *testing.T) {
-	w := newCoordination(input(testConfig(a)))
+	w := testCoordination(a)
 	require.NoError(t, w.validateHumanInput(nil, HumanInput{Text: "hi"}))
-	w.phase = coord.PhasePresenting
+	w.m.State.Phase = coord.PhasePresenting
 	require.ErrorContains(t, w.validateHumanInput(nil, HumanInput{Text: "hi"}), "the session is presenting")
 }
 
@@ -77,10 +77,10 @@ func TestHumanInputRejectedAfterCoordination(t *testing.T) {
 // continue-as-new, so a loop of `conclave say` cannot grow its history
 // toward Temporal's limit.
 func TestHumanInputsAreBounded(t *testing.T) {
-	w := newCoordination(input(testConfig(a)))
-	w.state.InboxSeq = contract.MaxHumanInputs - 1
+	w := testCoordination(a)
+	w.m.State.InboxSeq = contract.MaxHumanInputs - 1
 	require.NoError(t, w.validateHumanInput(nil, HumanInput{Text: "hi"}))
-	w.state.InboxSeq = contract.MaxHumanInputs
+	w.m.State.InboxSeq = contract.MaxHumanInputs
 	require.ErrorContains(t, w.validateHumanInput(nil, HumanInput{Text: "hi"}), "already has 100 human inputs")
 }
 
@@ -126,12 +126,13 @@ func TestContinueAsNew(t *testing.T) {
 			s := next.State
 			require.NotNil(t, s)
 			require.Equal(t, "mem://s1", s.Session)
-			require.Equal(t, len(tc.want), s.Launches)
-			require.Equal(t, 1, s.InboxSeq)
-			require.Equal(t, []string{a, b}, s.AnswerOrder)
+			require.Equal(t, len(tc.want), s.Machine.Launches)
+			require.Equal(t, 1, s.Machine.InboxSeq)
+			require.Equal(t, []string{a, b}, s.Machine.AnswerOrder)
 			require.WithinDuration(t, h.start.Add(30*time.Minute), s.Deadline, 0)
-			require.Equal(t, int64(10*len(tc.want)), s.Usage.InputTokens)
-			for _, ag := range s.Ledger.Agents {
+			require.Equal(t, int64(10*len(tc.want)), s.Machine.Usage.InputTokens)
+			require.Empty(t, s.Machine.Running)
+			for _, ag := range s.Machine.Ledger.Agents {
 				require.False(t, ag.Running)
 			}
 			require.Equal(t, "Write a haiku about durable execution.", next.Task)
@@ -154,12 +155,12 @@ func TestContinueAsNew(t *testing.T) {
 
 // The Web UI details show the agents as a Markdown table.
 func TestDetailsMarkdown(t *testing.T) {
-	w := newCoordination(input(testConfig(a, b)))
-	w.state.Ledger.Agents[0] = coord.Agent{ID: a, LatestStep: 2, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionVote,
+	w := testCoordination(a, b)
+	w.m.State.Ledger.Agents[0] = coord.Agent{ID: a, LatestStep: 2, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionVote,
 		Vote: &coord.Vote{Voter: a, Target: b, SeenSteps: map[string]int{a: 1}, Step: 2}}
-	w.state.Ledger.Agents[1] = coord.Agent{ID: b, LatestStep: 1, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionNewAnswer, Running: true}
-	w.running = []*stepRun{{agent: b, step: 2, mode: coord.ModeVoting}}
-	w.state.Launches = 3
+	w.m.State.Ledger.Agents[1] = coord.Agent{ID: b, LatestStep: 1, LatestAnswerStep: 1, AnswerCount: 1, LastAction: coord.ActionNewAnswer, Running: true}
+	w.m.State.Running = []coord.Run{{Agent: b, Step: 2, Launch: 3, Mode: coord.ModeVoting}}
+	w.m.State.Launches = 3
 	md := w.markdown()
 	require.Contains(t, md, "**Phase:** coordinating")
 	require.Contains(t, md, "| agent | state | answers | vote | step |")
@@ -188,4 +189,10 @@ func TestSlowStatusWritesDoNotDelaySteps(t *testing.T) {
 	// is awaited itself: 6m + 2 × 20s.
 	require.Equal(t, 6*time.Minute+40*time.Second, h.env.Now().Sub(h.start))
 	require.Equal(t, coord.PhaseDone, h.lastStatus().Phase)
+}
+
+// testCoordination is a run of a new session of the given agents.
+func testCoordination(ids ...string) *coordination {
+	cfg := testConfig(ids...)
+	return &coordination{m: coord.NewMachine(cfg.Orchestrator.Rules(), cfg.AgentIDs())}
 }

@@ -240,11 +240,11 @@ func (h *harness) initSession(_ context.Context, in contract.InitSessionInput) (
 	defer h.mu.Unlock()
 	h.inits++
 	h.initIn = append(h.initIn, in)
-	res := contract.InitSessionResult{Location: "mem://" + in.SessionID}
-	if in.Owner != nil {
-		res.InputsHash = testInputsHash
+	plan, err := contract.PrepareSession(&in)
+	if err != nil {
+		return contract.InitSessionResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeInvalidInput, nil)
 	}
-	return res, nil
+	return contract.InitSessionResult{Location: "mem://" + in.SessionID, InputsHash: testInputsHash, Plan: plan}, nil
 }
 
 func (h *harness) searchAttrs(context.Context) (bool, error) {

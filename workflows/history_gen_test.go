@@ -2,16 +2,15 @@
 
 package workflows
 
-// Records testdata/coordination_owned_history.json (the session since owned
-// sessions and inputs by reference; coordination_status_writer_history.json
-// is the same session recorded before them, coordination_history.json
-// before the background status writer) by running a session on a real
-// Temporal dev server (./bin/temporal) with fake activities:
+// Records the coordination histories TestReplay replays, by running
+// sessions on a real Temporal dev server (./bin/temporal) with scripted
+// activities:
 //
-//	go test -tags historygen -run TestGenerateHistory ./workflows/
+//	go test -tags historygen -run 'TestGenerate' ./workflows/
 //
-// Regenerate it only when a workflow change is meant to break replay; then
-// the change needs workflow.GetVersion instead.
+// A change to workflow logic re-records them in the same commit: sessions
+// are pinned to the worker build that started them, so no running session
+// replays another build's code.
 
 import (
 	"context"
@@ -28,33 +27,60 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/internal/testenv"
 )
 
-// liveFakes are activities for a real worker: step 1 answers, later steps
-// vote for agent_b having seen every stored answer.
+// liveFakes are activities for a real worker: each step follows a script
+// keyed by (agent, step), after its delay; a vote or stop has seen every
+// answer stored when it returns. Fenced launches fail as superseded.
 type liveFakes struct {
 	mu     sync.Mutex
+	script map[stepKey]scripted
 	stored map[string]int
+	fenced map[int]bool
 }
 
 func (f *liveFakes) agentStep(ctx context.Context, in contract.AgentStepInput) (contract.AgentStepResult, error) {
-	time.Sleep(time.Duration(len(in.Agent)+in.Step*37%5) * 20 * time.Millisecond)
+	f.mu.Lock()
+	s, ok := f.script[stepKey{in.Agent, in.Step}]
+	f.mu.Unlock()
+	if !ok {
+		return contract.AgentStepResult{}, temporal.NewNonRetryableApplicationError("unscripted step "+in.Agent+" "+strconv.Itoa(in.Step), "EnforcementError", nil)
+	}
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	res := contract.AgentStepResult{Agent: in.Agent, Step: in.Step, Key: "agents/" + in.Agent + "/" + strconv.Itoa(in.Step),
-		Usage: coord.Usage{InputTokens: 10, OutputTokens: 5}}
-	if in.Step == 1 {
-		f.stored[in.Agent] = 1
-		res.Action, res.Label, res.AnswerPreview = coord.ActionNewAnswer, "agentX.1", "an answer"
-		return res, nil
+	if f.fenced[in.Launch] {
+		return contract.AgentStepResult{}, temporal.NewNonRetryableApplicationError("fenced off", contract.ErrTypeSuperseded, nil)
 	}
-	res.Action, res.Target, res.Reason, res.SeenSteps = coord.ActionVote, "agent_b", "best", maps.Clone(f.stored)
+	res := contract.AgentStepResult{Agent: in.Agent, Step: in.Step, Action: s.action, SeenSteps: maps.Clone(f.stored),
+		Key: "agents/" + in.Agent + "/" + strconv.Itoa(in.Step), Usage: coord.Usage{InputTokens: 10, OutputTokens: 5}}
+	switch s.action {
+	case coord.ActionNewAnswer:
+		f.stored[in.Agent] = in.Step
+		res.Label, res.AnswerPreview = "agentX.1", "an answer"
+	case coord.ActionVote:
+		res.Target, res.Reason = s.target, "best"
+	case coord.ActionStop:
+		res.Summary, res.StopStatus = "my part is done", "complete"
+	}
 	return res, nil
+}
+
+func (f *liveFakes) fenceStep(_ context.Context, in contract.FenceStepInput) (contract.FenceStepResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fenced[in.Launch] = true
+	return contract.FenceStepResult{}, nil
 }
 
 // historyServer starts a dev server for a generator and dials it.
@@ -88,20 +114,23 @@ func writeHistory(t *testing.T, bin, addr, workflowID, name string) {
 	fmt.Println("wrote", path)
 }
 
-func TestGenerateHistory(t *testing.T) {
+// recordSession runs one session with the script on a fresh worker and
+// records its history as testdata/<name>; human, when set, is sent as
+// human input once the session runs.
+func recordSession(t *testing.T, name string, cfg config.Config, script map[stepKey]scripted, human string) CoordinationResult {
 	bin, addr, cl := historyServer(t)
-
-	const queue = "conclave-history"
+	queue := "conclave-history-" + name
 	w := worker.New(cl, queue, worker.Options{})
 	Register(w)
-	f := &liveFakes{stored: map[string]int{}}
+	f := &liveFakes{script: script, stored: map[string]int{}, fenced: map[int]bool{}}
 	w.RegisterActivityWithOptions(f.agentStep, activity.RegisterOptions{Name: contract.NameAgentStep})
+	w.RegisterActivityWithOptions(f.fenceStep, activity.RegisterOptions{Name: contract.NameFenceStep})
 	w.RegisterActivityWithOptions(func(_ context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {
-		res := contract.InitSessionResult{Location: "mem://" + in.SessionID}
-		if in.Owner != nil {
-			res.InputsHash = "sha256:history"
+		plan, err := contract.PrepareSession(&in)
+		if err != nil {
+			return contract.InitSessionResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeInvalidInput, nil)
 		}
-		return res, nil
+		return contract.InitSessionResult{Location: "mem://" + in.SessionID, InputsHash: "sha256:history", Plan: plan}, nil
 	}, activity.RegisterOptions{Name: contract.NameInitSession})
 	w.RegisterActivityWithOptions(func(context.Context) (bool, error) { return true, nil },
 		activity.RegisterOptions{Name: contract.NameSearchAttrsSet})
@@ -109,6 +138,9 @@ func TestGenerateHistory(t *testing.T) {
 		activity.RegisterOptions{Name: contract.NameWriteStatus})
 	w.RegisterActivityWithOptions(func(context.Context, contract.WriteInboxInput) error { return nil },
 		activity.RegisterOptions{Name: contract.NameWriteInbox})
+	w.RegisterActivityWithOptions(func(_ context.Context, in contract.RoundEvaluatorInput) (contract.RoundEvaluatorResult, error) {
+		return contract.RoundEvaluatorResult{Round: in.Round, Usage: coord.Usage{InputTokens: 7}}, nil
+	}, activity.RegisterOptions{Name: contract.NameRoundEvaluator})
 	w.RegisterActivityWithOptions(func(_ context.Context, in contract.PresentInput) (contract.PresentResult, error) {
 		return contract.PresentResult{Presenter: in.Presenter, Answer: "final", Key: "final/answer.json"}, nil
 	}, activity.RegisterOptions{Name: contract.NamePresent})
@@ -117,63 +149,72 @@ func TestGenerateHistory(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "history-1", TaskQueue: queue},
-		contract.CoordinationName, input(testConfig(a, b, c)))
-	require.NoError(t, err)
-	h, err := cl.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), RunID: run.GetRunID(),
-		UpdateName: contract.UpdateHumanInput, Args: []any{HumanInput{Text: "Keep it short."}}, WaitForStage: client.WorkflowUpdateStageCompleted})
-	require.NoError(t, err)
-	var seq int
-	require.NoError(t, h.Get(ctx, &seq))
-	require.Equal(t, 1, seq)
-	var r CoordinationResult
-	require.NoError(t, run.Get(ctx, &r))
-	require.Equal(t, coord.StatusConsensus, r.Status)
-	require.Equal(t, b, r.Winner)
-
-	writeHistory(t, bin, addr, run.GetID(), "coordination_owned_history.json")
-}
-
-// TestGenerateQuickSynthesizeHistory records
-// testdata/coordination_quick_synthesize_history.json: a session with the
-// quick synthesize settings (max_new_answers_per_agent 1, synthesize) as
-// it ran before sessions without a vote round (noVoteRoundChange): the
-// agents answered once, then voted. Record it on a build from before that
-// change; it replays on the old path.
-func TestGenerateQuickSynthesizeHistory(t *testing.T) {
-	bin, addr, cl := historyServer(t)
-
-	const queue = "conclave-history-quick"
-	w := worker.New(cl, queue, worker.Options{})
-	Register(w)
-	f := &liveFakes{stored: map[string]int{}}
-	w.RegisterActivityWithOptions(f.agentStep, activity.RegisterOptions{Name: contract.NameAgentStep})
-	w.RegisterActivityWithOptions(func(_ context.Context, in contract.InitSessionInput) (contract.InitSessionResult, error) {
-		return contract.InitSessionResult{Location: "mem://" + in.SessionID, InputsHash: "sha256:history"}, nil
-	}, activity.RegisterOptions{Name: contract.NameInitSession})
-	w.RegisterActivityWithOptions(func(context.Context) (bool, error) { return true, nil },
-		activity.RegisterOptions{Name: contract.NameSearchAttrsSet})
-	w.RegisterActivityWithOptions(func(context.Context, contract.WriteStatusInput) error { return nil },
-		activity.RegisterOptions{Name: contract.NameWriteStatus})
-	w.RegisterActivityWithOptions(func(_ context.Context, in contract.PresentInput) (contract.PresentResult, error) {
-		return contract.PresentResult{Presenter: in.Presenter, Answer: "final", Key: "final/answer.json"}, nil
-	}, activity.RegisterOptions{Name: contract.NamePresent})
-	require.NoError(t, w.Start())
-	defer w.Stop()
-
-	cfg := testConfig(a, b)
-	one := 1
-	cfg.Orchestrator.DisableInjection, cfg.Orchestrator.MaxNewAnswersPerAgent = true, &one
-	cfg.Orchestrator.FinalAnswerStrategy = "synthesize"
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "history-quick-1", TaskQueue: queue},
+	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "history-" + name, TaskQueue: queue},
 		contract.CoordinationName, input(cfg))
 	require.NoError(t, err)
+	if human != "" {
+		h, err := cl.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), RunID: run.GetRunID(),
+			UpdateName: contract.UpdateHumanInput, Args: []any{HumanInput{Text: human}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		require.NoError(t, err)
+		var seq int
+		require.NoError(t, h.Get(ctx, &seq))
+	}
 	var r CoordinationResult
 	require.NoError(t, run.Get(ctx, &r))
-	require.Equal(t, b, r.Winner)
-	require.Equal(t, map[string]int{b: 2}, r.Votes, "recorded before sessions without a vote round")
+	writeHistory(t, bin, addr, run.GetID(), "coordination_"+name+"_history.json")
+	return r
+}
 
-	writeHistory(t, bin, addr, run.GetID(), "coordination_quick_synthesize_history.json")
+const ms = time.Millisecond
+
+// Voting with human input and a re-vote: three agents answer, split their
+// votes, and agree on agent_b in the re-vote.
+func TestGenerateVotingHistory(t *testing.T) {
+	r := recordSession(t, "voting", testConfig(a, b, c), map[stepKey]scripted{
+		{a, 1}: answer(100 * ms), {b, 1}: answer(200 * ms), {c, 1}: answer(300 * ms),
+		{a, 2}: vote(a, 900*ms, nil), {b, 2}: vote(b, 800*ms, nil), {c, 2}: vote(c, 700*ms, nil),
+		{a, 3}: vote(b, 100*ms, nil), {b, 3}: vote(b, 200*ms, nil), {c, 3}: vote(b, 300*ms, nil),
+	}, "Keep it short.")
+	require.Equal(t, coord.StatusConsensus, r.Status)
+	require.Equal(t, b, r.Winner)
+}
+
+// Decomposition with update_mode restart: b's answer fences a's running
+// step, which is relaunched with the next step number; both then stop.
+func TestGenerateDecompositionHistory(t *testing.T) {
+	cfg := testConfig(a, b)
+	cfg.Orchestrator.CoordinationMode = config.ModeDecomposition
+	cfg.Orchestrator.UpdateMode = config.UpdateRestart
+	r := recordSession(t, "decomposition", cfg, map[stepKey]scripted{
+		{a, 1}: answer(100 * ms), {b, 1}: answer(600 * ms),
+		{a, 2}: stop(3*time.Second, nil), {a, 3}: stop(300*ms, nil),
+		{b, 2}: stop(600*ms, nil),
+	}, "")
+	require.Equal(t, coord.StatusConsensus, r.Status)
+}
+
+// Quality gates with the managed round evaluator before round 2.
+func TestGenerateQualityGatesHistory(t *testing.T) {
+	cfg := testConfig(a, b)
+	cfg.Orchestrator.VotingSensitivity = config.SensitivityChecklistGated
+	cfg.Orchestrator.RoundEvaluatorBeforeChecklist = true
+	cfg.Orchestrator.OrchestratorManagedRoundEvaluator = true
+	r := recordSession(t, "quality_gates", cfg, map[stepKey]scripted{
+		{a, 1}: answer(100 * ms), {b, 1}: answer(300 * ms),
+		{a, 2}: vote(b, 200*ms, nil), {b, 2}: vote(b, 200*ms, nil),
+	}, "")
+	require.Equal(t, b, r.Winner)
+}
+
+// MassGen's quick synthesize path: one answer each, no vote round, the
+// presenter synthesizes.
+func TestGenerateQuickSynthesizeHistory(t *testing.T) {
+	cfg := testConfig(a, b)
+	one := 1
+	cfg.Orchestrator.MaxNewAnswersPerAgent = &one
+	cfg.Orchestrator.FinalAnswerStrategy = config.FinalSynthesize
+	r := recordSession(t, "quick_synthesize", cfg, map[stepKey]scripted{
+		{a, 1}: answer(100 * ms), {b, 1}: answer(200 * ms),
+	}, "")
+	require.Empty(t, r.Votes)
 }

@@ -18,11 +18,11 @@ func (w *coordination) validateHumanInput(_ workflow.Context, h HumanInput) erro
 	if err := validateHumanInput(h); err != nil {
 		return err
 	}
-	if w.phase != coord.PhaseCoordinating {
-		return fmt.Errorf("the session is %s: human input is taken only while the agents coordinate", w.phase)
+	if p := w.phase(); p != coord.PhaseCoordinating {
+		return fmt.Errorf("the session is %s: human input is taken only while the agents coordinate", p)
 	}
-	if w.state.InboxSeq >= contract.MaxHumanInputs {
-		return fmt.Errorf("the session already has %d human inputs, the most it takes: put further guidance in one longer input to a new session", w.state.InboxSeq)
+	if w.m != nil && w.m.State.InboxSeq >= contract.MaxHumanInputs {
+		return fmt.Errorf("the session already has %d human inputs, the most it takes: put further guidance in one longer input to a new session", w.m.State.InboxSeq)
 	}
 	return nil
 }
@@ -33,19 +33,22 @@ func (w *coordination) validateHumanInput(_ workflow.Context, h HumanInput) erro
 // assigned before the write, so concurrent inputs keep their arrival order;
 // a failed write leaves a gap in the numbering, which readers tolerate.
 func (w *coordination) humanInput(ctx workflow.Context, h HumanInput) (int, error) {
-	if w.owned { // the inbox is written only into a session this run created
-		if err := workflow.Await(ctx, func() bool { return w.state.Session != "" || w.initFailed }); err != nil {
-			return 0, err
-		}
-		if w.initFailed {
-			return 0, fmt.Errorf("the session could not be created, so human input cannot be stored; see why the workflow failed")
+	// The inbox is written only into a session this run created.
+	if err := workflow.Await(ctx, func() bool { return w.m != nil || w.initFailed }); err != nil {
+		return 0, err
+	}
+	if w.initFailed {
+		return 0, fmt.Errorf("the session could not be created, so human input cannot be stored; see why the workflow failed")
+	}
+	seq := 0
+	for _, d := range w.m.Step(coord.HumanInput{}) {
+		if in, ok := d.(coord.WriteInbox); ok {
+			seq = in.Seq
 		}
 	}
-	w.state.InboxSeq++
-	seq := w.state.InboxSeq
-	err := workflow.ExecuteActivity(w.smallCtx(ctx, "human input "+strconv.Itoa(seq)), contract.NameWriteInbox,
+	err := workflow.ExecuteActivity(smallActivityCtx(ctx, "human input "+strconv.Itoa(seq)), contract.NameWriteInbox,
 		contract.WriteInboxInput{
-			SessionID:  w.in.SessionID,
+			SessionID:  w.state.SessionID,
 			SessionRef: w.ref(),
 			Seq:        seq,
 			Text:       strings.TrimSpace(h.Text),

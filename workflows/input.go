@@ -40,13 +40,13 @@ type CoordinationInput struct {
 	// decodeErr is why the JSON input could not be decoded. UnmarshalJSON
 	// keeps it instead of failing, because a decoding error inside the SDK
 	// fails the workflow with a retryable error that names no field;
-	// normalize reports it as invalid input.
+	// checkInput reports it as invalid input.
 	decodeErr string
 }
 
 // UnmarshalJSON decodes the input strictly (config.CheckJSON: unknown and
 // repeated keys, api_key); those problems and a JSON value of the wrong
-// type are reported by normalize as a non-retryable error naming the field.
+// type are reported by checkInput as a non-retryable error naming the field.
 func (in *CoordinationInput) UnmarshalJSON(data []byte) error {
 	type plain CoordinationInput // drops this method, avoiding recursion
 	var p plain
@@ -95,52 +95,28 @@ func jsonKind(k reflect.Kind) string {
 }
 
 // CarriedState is everything a continued run needs that is not in the
-// session's storage. A run holds it as one value, updates it in place and
-// hands it to the next run as is, so no field can be forgotten on the way.
-// Continue-as-new waits for running steps first, so no agent is running in
-// Ledger.
+// session's storage. A run hands it to the next run as one value, so no
+// field can be forgotten on the way. Continue-as-new waits for running
+// steps first, so nothing runs in Machine.
 type CarriedState struct {
-	Ledger      coord.Ledger `json:"ledger"`
-	AnswerOrder []string     `json:"answer_order"`
-	Usage       coord.Usage  `json:"usage"`
-	RevoteRound int          `json:"revote_round"`
-	// Revote lists agents still owed a step of the current re-vote, and
-	// RevoteTally is the anonymous tally they are shown.
-	Revote      []string       `json:"revote,omitempty"`
-	RevoteTally map[string]int `json:"revote_tally,omitempty"`
-	Launches    int            `json:"launches"`
-	InboxSeq    int            `json:"inbox_seq"`
-	StartedAt   time.Time      `json:"started_at"`
-	Deadline    time.Time      `json:"deadline"`
-	Session     string         `json:"session"`
+	// Machine is the coordination state machine's state, and Rules what
+	// it runs by (InitSession's plan).
+	Machine coord.State `json:"machine"`
+	Rules   coord.Rules `json:"rules"`
+	// SessionID names the session in storage.
+	SessionID string    `json:"session_id"`
+	StartedAt time.Time `json:"started_at"`
+	Deadline  time.Time `json:"deadline"`
+	Session   string    `json:"session"`
 	// SearchAttributes records whether ConclavePhase/ConclaveWinner exist
 	// on the namespace.
 	SearchAttributes bool `json:"search_attributes"`
 	// Owner is the run chain the session was created for, and InputsHash
-	// the hash of the task, config and criteria it stores; both are empty
-	// for sessions created before owners (steps then carry the inputs).
+	// the hash of the task, config and criteria it stores.
 	Owner      *contract.Owner `json:"owner,omitempty"`
-	InputsHash string          `json:"inputs_hash,omitempty"`
-	// EvalRound is the latest round evaluation the workflow ran (managed
-	// round evaluator), EvalVisible the answers it read, EvalOK whether it
-	// succeeded: gated steps launched on those answers work from it.
-	EvalRound   int            `json:"eval_round,omitempty"`
-	EvalVisible map[string]int `json:"eval_visible,omitempty"`
-	EvalOK      bool           `json:"eval_ok,omitempty"`
+	InputsHash string          `json:"inputs_hash"`
 	// Runs counts the runs before this one.
-	Runs      int    `json:"runs"`
-	LastError string `json:"last_error,omitempty"`
-	// NoVote: the session ends without a vote round (noVoteRoundChange),
-	// decided once when it starts.
-	NoVote bool `json:"no_vote,omitempty"`
-
-	// TakenSteps maps an agent to the highest step number a launch of it
-	// gave up (fenced off, or held by another launch): its next step comes
-	// after it, since that folder is closed (fencedStepsChange).
-	TakenSteps map[string]int `json:"taken_steps,omitempty"`
-	// EndedTurns counts, per agent, its steps in a row that the round
-	// timeout ended (turnEndedChange); an action clears it.
-	EndedTurns map[string]int `json:"ended_turns,omitempty"`
+	Runs int `json:"runs"`
 }
 
 // CoordinationResult is the outcome of a session that produced an answer.
@@ -200,31 +176,14 @@ func validateHumanInput(h HumanInput) error {
 	return nil
 }
 
-// normalize applies the config defaults and checks the input, returning a
-// non-retryable error naming every problem, so a user of
-// `temporal workflow start` sees why the session did not start. limits
-// applies the contract's bounds on task, config and team size (not to runs
-// recorded before them).
-func normalize(in *CoordinationInput, workflowID string, limits bool) error {
+// checkInput reports an input that cannot be decoded, or whose own
+// settings are out of range, as a non-retryable error naming the field.
+// The task, config and criteria are checked by InitSession, whose result
+// is in history (contract.PrepareSession).
+func checkInput(in CoordinationInput) error {
 	var problems []string
 	if in.decodeErr != "" {
-		return temporal.NewNonRetryableApplicationError(
-			"invalid coordination input: "+in.decodeErr, contract.ErrTypeInvalidInput, nil)
-	}
-	if strings.TrimSpace(in.Task) == "" {
-		problems = append(problems, `task: required; say what the agents should do, e.g. {"task": "Write a haiku about durable execution"}`)
-	}
-	in.Config.ApplyDefaults()
-	// Validate ranges over the prices map only to collect its keys, which it
-	// sorts before use: deterministic.
-	//workflowcheck:ignore
-	if err := in.Config.Validate(); err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			problems = append(problems, "config."+line)
-		}
-	}
-	if n := len(in.EvalCriteria); n > config.MaxCriteria {
-		problems = append(problems, fmt.Sprintf("eval_criteria: %d criteria, at most %d are allowed", n, config.MaxCriteria))
+		problems = append(problems, in.decodeErr)
 	}
 	if in.StepHeartbeatSeconds < 0 {
 		problems = append(problems, fmt.Sprintf("step_heartbeat_seconds: %d is not allowed; use a positive number or leave it out",
@@ -234,60 +193,9 @@ func normalize(in *CoordinationInput, workflowID string, limits bool) error {
 		problems = append(problems, fmt.Sprintf("max_steps_before_continue: %d is not allowed; use 0 (server decides) or more",
 			in.MaxStepsBeforeContinue))
 	}
-	if limits {
-		problems = append(problems, sizeProblems(in)...)
-	}
-	if in.SessionID != "" && !contract.ValidSessionID(in.SessionID) {
-		problems = append(problems, fmt.Sprintf("session_id: %q cannot name a storage folder; %s", in.SessionID, contract.SessionIDRule))
-	}
-	if in.SessionID == "" && !contract.ValidSessionID(workflowID) {
-		problems = append(problems, fmt.Sprintf("session_id: the workflow id %q cannot name a storage folder; pass a session_id of letters, digits, '.', '_' or '-'", workflowID))
-	}
-	if s := in.State; s != nil && !sameAgents(s.Ledger, in.Config.AgentIDs()) {
-		problems = append(problems, "state.ledger: its agents differ from config.agents; state is written by the workflow itself, leave it out")
-	}
 	if len(problems) > 0 {
 		return temporal.NewNonRetryableApplicationError(
 			"invalid coordination input: "+strings.Join(problems, "; "), contract.ErrTypeInvalidInput, nil)
 	}
-	if in.SessionID == "" {
-		in.SessionID = workflowID
-	}
 	return nil
-}
-
-func sameAgents(l coord.Ledger, ids []string) bool {
-	if len(l.Agents) != len(ids) {
-		return false
-	}
-	for i, a := range l.Agents {
-		if a.ID != ids[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// sizeProblems names the inputs above the contract's limits: a larger task
-// or team would make the start input, InitSession's input or the status
-// snapshots too large for Temporal (docs/temporal.md, "Limits").
-func sizeProblems(in *CoordinationInput) []string {
-	var problems []string
-	if n := len(in.Task); n > contract.MaxTaskBytes {
-		problems = append(problems, fmt.Sprintf("task: %d bytes, at most %d (%.1f MiB) are allowed; put large material in files the agents read, or shorten it",
-			n, contract.MaxTaskBytes, float64(contract.MaxTaskBytes)/(1<<20)))
-	}
-	if n := len(in.Config.Agents); n > contract.MaxAgents {
-		problems = append(problems, fmt.Sprintf("config.agents: %d agents, at most %d are allowed", n, contract.MaxAgents))
-	}
-	// Marshal sorts map keys: deterministic.
-	//workflowcheck:ignore
-	cfg, err := json.Marshal(in.Config)
-	//workflowcheck:ignore
-	crit, _ := json.Marshal(in.EvalCriteria)
-	if err == nil && len(cfg)+len(crit) > contract.MaxConfigBytes {
-		problems = append(problems, fmt.Sprintf("config and eval_criteria: %d bytes of JSON, at most %d are allowed; shorten the system messages or criteria",
-			len(cfg)+len(crit), contract.MaxConfigBytes))
-	}
-	return problems
 }

@@ -59,14 +59,11 @@ func (in *PipelineInput) UnmarshalJSON(data []byte) error {
 func Pipeline(ctx workflow.Context, in PipelineInput) (contract.PipelineResult, error) {
 	info := workflow.GetInfo(ctx)
 	runID := info.WorkflowExecution.ID
-	owned := workflow.GetVersion(ctx, ownedPipelineChange, workflow.DefaultVersion, 1) == 1
-	if err := checkPipelineInput(in, runID, owned); err != nil {
+	if err := checkPipelineInput(in, runID); err != nil {
 		return contract.PipelineResult{}, err
 	}
 	p := &pipelineRun{in: in, runID: runID, graph: in.Definition.Graph, state: pipeline.Begin(in.Definition.Graph), status: PipelineRunning}
-	if owned {
-		p.ref.Owner = &contract.Owner{WorkflowID: runID, FirstRunID: info.FirstRunID}
-	}
+	p.ref.Owner = &contract.Owner{WorkflowID: runID, FirstRunID: info.FirstRunID}
 	if err := workflow.SetQueryHandler(ctx, contract.QueryProgress, func() (contract.PipelineResult, error) {
 		return p.result(), nil
 	}); err != nil {
@@ -86,22 +83,11 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (contract.PipelineResult, 
 	return p.finish(ctx)
 }
 
-// ownedPipelineChange is the workflow.GetVersion change id of owned
-// pipeline runs: InitPipeline creates the run's owner.json exclusively for
-// this workflow (a reused run id is refused instead of replaying another
-// run's steps), every activity that writes the run checks owner and
-// storage location, and every backend is validated as a session config's
-// are. Runs recorded before replay without any of it.
-const ownedPipelineChange = "owned-pipeline-run"
-
-func checkPipelineInput(in PipelineInput, runID string, owned bool) error {
+func checkPipelineInput(in PipelineInput, runID string) error {
 	if in.decodeErr != "" {
 		return temporal.NewNonRetryableApplicationError("invalid pipeline input: "+in.decodeErr, contract.ErrTypeInvalidInput, nil)
 	}
-	var problems []string
-	if owned {
-		problems = append(problems, backendProblems(in.Definition)...)
-	}
+	problems := backendProblems(in.Definition)
 	problems = append(problems, contract.PipelineSizeProblems(in.Definition, in.Input)...)
 	if strings.TrimSpace(in.Input) == "" {
 		problems = append(problems, `input: required; say what the pipeline should work on, e.g. {"input": "Build the landing page", "definition": {…}}`)
@@ -141,7 +127,7 @@ func checkPipelineInput(in PipelineInput, runID string, owned bool) error {
 type pipelineRun struct {
 	in    PipelineInput
 	runID string
-	// ref is the run's owner (ownedPipelineChange) and, once InitPipeline
+	// ref is the run's owner and, once InitPipeline
 	// made it, its location: what every writing activity checks.
 	ref contract.SessionRef
 	// initFailed: the run's folder is another's (InitPipeline refused it
@@ -176,7 +162,7 @@ func (p *pipelineRun) init(ctx workflow.Context) error {
 	if p.ref.Owner != nil {
 		p.ref.Location = res.Location
 	}
-	p.usage = addUsage(p.usage, res.Usage)
+	p.usage = p.usage.Add(res.Usage)
 	if p.in.ResumeFrom == "" {
 		return nil
 	}
@@ -238,7 +224,7 @@ func (p *pipelineRun) advance(r contract.PipelineStepResult) {
 		Evidence: evidence, Error: r.Error, Summary: contract.Preview(r.Summary), Folder: r.Folder,
 		Session: r.Session, Reused: r.Reused,
 	})
-	p.usage = addUsage(p.usage, r.Usage)
+	p.usage = p.usage.Add(r.Usage)
 	p.state, _, _ = pipeline.Next(p.graph, p.state, pipeline.Result{
 		Status: r.Status, Summary: r.Summary, Request: r.Request, MessagesKey: r.MessagesKey,
 	})

@@ -4,7 +4,8 @@ package workflows
 
 // Regenerates testdata/pipeline_history.json with the real pipeline
 // activities on a local store and the scripted model: a call that returns,
-// a failed step that on_failure continues past, and a completed run.
+// a failed step that on_failure continues past, a coordination step (a
+// child Coordination session of two agents), and a completed run.
 //
 //	go test -tags historygen -run TestGeneratePipelineHistory ./workflows/
 
@@ -18,6 +19,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 )
@@ -30,7 +32,13 @@ func TestGeneratePipelineHistory(t *testing.T) {
 		llmtest.Call("complete_step", `{"status":"fail","error":"two warnings"}`).IfContains("# Step: lint"),
 		llmtest.Call("write_file", `{"path":"out.txt","content":"done"}`).IfContains("# Step: export").Once(),
 		llmtest.Call("complete_step", `{"status":"pass","evidencePaths":["out.txt"]}`).IfContains("# Step: export"),
+		llmtest.Call("new_answer", `{"content":"FINAL: ship it"}`).IfContains("present the final answer"),
+		llmtest.Call("vote", `{"agent_id":"agent1","reason":"clear"}`).IfTool("vote").IfContains("agent1"),
+		llmtest.Call("new_answer", `{"content":"review: looks good"}`).IfTool("new_answer"),
 	)
+	team, perr := config.Parse([]byte("agents:\n  - {id: r1, backend: {type: openai, model: m-r1, base_url: "+h.srv.URL()+"}}\n"+
+		"  - {id: r2, backend: {type: openai, model: m-r2, base_url: "+h.srv.URL()+"}}\n"), "team.yaml")
+	require.NoError(t, perr)
 	const queue = "conclave-history"
 	w := worker.New(cl, queue, worker.Options{})
 	Register(w)
@@ -41,7 +49,8 @@ func TestGeneratePipelineHistory(t *testing.T) {
 	g := pipeline.Graph{Start: "main", Steps: []pipeline.Step{
 		{Name: "main", Prompt: "Write the code.", Next: "export", Destinations: []string{"lint"}},
 		{Name: "lint", Prompt: "Lint the code.", OnFailure: pipeline.OnFailureContinue},
-		{Name: "export", Prompt: "Export.", Tools: []string{"write_file"}},
+		{Name: "export", Prompt: "Export.", Tools: []string{"write_file"}, Next: "review"},
+		{Name: "review", Prompt: "Review the export.", Kind: pipeline.KindCoordination, Team: team},
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -51,6 +60,6 @@ func TestGeneratePipelineHistory(t *testing.T) {
 	var r contract.PipelineResult
 	require.NoError(t, run.Get(ctx, &r))
 	require.Equal(t, PipelineCompleted, r.Status)
-	require.Equal(t, []pipeline.Status{pipeline.CallPending, pipeline.Failed, pipeline.Completed, pipeline.Completed}, statuses(r))
+	require.Equal(t, []pipeline.Status{pipeline.CallPending, pipeline.Failed, pipeline.Completed, pipeline.Completed, pipeline.Completed}, statuses(r))
 	writeHistory(t, bin, addr, run.GetID(), "pipeline_history.json")
 }

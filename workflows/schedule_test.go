@@ -3,8 +3,10 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,6 +22,33 @@ func answered(id string, step, count int) coord.Agent {
 func voted(id string, step, answerStep, count int, target string, seen map[string]int) coord.Agent {
 	return coord.Agent{ID: id, LatestStep: step, LatestAnswerStep: answerStep, AnswerCount: count, LastAction: coord.ActionVote,
 		Vote: &coord.Vote{Voter: id, Target: target, SeenSteps: seen, Step: step}}
+}
+
+// launchPlan is what a launch decision says of the step.
+type launchPlan struct {
+	Agent    string
+	Mode     coord.Mode
+	Tally    map[string]int
+	AutoStop string
+}
+
+// planLaunches is what the state machine launches next for a ledger (its
+// running agents running), under the orchestrator's rules.
+func planLaunches(l coord.Ledger, o config.Orchestrator, revote []string, tally map[string]int) []launchPlan {
+	m := &coord.Machine{Rules: o.Rules(), State: coord.State{Ledger: coord.Ledger{Agents: slices.Clone(l.Agents)},
+		Revote: revote, RevoteTally: tally, Phase: coord.PhaseCoordinating}}
+	for i, ag := range l.Agents {
+		if ag.Running {
+			m.State.Running = append(m.State.Running, coord.Run{Agent: ag.ID, Step: coord.NextStep(ag), Launch: 100 + i})
+		}
+	}
+	var out []launchPlan
+	for _, d := range m.Step(coord.Tick{}) {
+		if l, ok := d.(coord.Launch); ok {
+			out = append(out, launchPlan{l.Agent, l.Mode, l.Tally, l.AutoStop})
+		}
+	}
+	return out
 }
 
 func TestPlanLaunches(t *testing.T) {
@@ -85,17 +114,16 @@ func TestPlanLaunches(t *testing.T) {
 			[]launchPlan{{a, coord.ModeVoteOnly, map[string]int{"x": 1}, ""}, {b, coord.ModeVoteOnly, map[string]int{"x": 1}, ""}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := planLaunches(coord.Ledger{Agents: tc.l}, tc.o, tc.revote, map[string]int{"x": 1}, true)
+			got := planLaunches(coord.Ledger{Agents: tc.l}, tc.o, tc.revote, map[string]int{"x": 1})
 			require.Equal(t, tc.want, got)
 		})
 	}
 }
 
-// The pre-start gates of seed 001 (limitsChange): fairness pauses a
-// leader while a slower peer can catch up, else it runs in voting mode (the
-// submission check refuses an answer over the lead cap); decomposition
-// limits stop an agent automatically. Runs recorded before limitsChange
-// launch a leader vote-only and never auto-stop.
+// The pre-start gates of seed 001: fairness pauses a leader while a
+// slower peer can catch up, else it runs in voting mode (the submission
+// check refuses an answer over the lead cap); decomposition limits stop an
+// agent automatically.
 func TestPlanLaunchesPreStartGates(t *testing.T) {
 	orch := func(edit func(*config.Orchestrator)) config.Orchestrator {
 		o := config.DefaultOrchestrator()
@@ -118,43 +146,36 @@ func TestPlanLaunchesPreStartGates(t *testing.T) {
 		return ag
 	}
 	for _, tc := range []struct {
-		name   string
-		l      []coord.Agent
-		o      config.Orchestrator
-		want   []launchPlan
-		legacy []launchPlan
+		name string
+		l    []coord.Agent
+		o    config.Orchestrator
+		want []launchPlan
 	}{
-		{"leader waits for a running slower peer", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})}, fair,
-			nil, []launchPlan{{a, coord.ModeVoteOnly, nil, ""}}},
+		{"leader waits for a running slower peer", []coord.Agent{answered(a, 1, 1), running(coord.Agent{ID: b})}, fair, nil},
 		{"nobody can catch up: the leader runs in voting mode", []coord.Agent{
 			answered(a, 2, 2), voted(b, 2, 1, 1, a, map[string]int{a: 2, b: 1})}, fair,
-			[]launchPlan{{a, coord.ModeVoting, nil, ""}}, []launchPlan{{a, coord.ModeVoteOnly, nil, ""}}},
+			[]launchPlan{{a, coord.ModeVoting, nil, ""}}},
 		{"a capped slower peer holds no one back", []coord.Agent{answered(a, 2, 2), answered(b, 1, 1)},
 			orch(func(o *config.Orchestrator) { o.MaxNewAnswersPerAgent = ptr(2); o.MaxNewAnswersGlobal = ptr(3) }),
-			[]launchPlan{{a, coord.ModeVoteOnly, nil, ""}, {b, coord.ModeVoteOnly, nil, ""}},
 			[]launchPlan{{a, coord.ModeVoteOnly, nil, ""}, {b, coord.ModeVoteOnly, nil, ""}}},
 		{"a failed slower peer holds no one back", []coord.Agent{answered(a, 1, 1), {ID: b, Failed: true}}, fair,
-			[]launchPlan{{a, coord.ModeVoting, nil, ""}}, []launchPlan{{a, coord.ModeVoting, nil, ""}}},
+			[]launchPlan{{a, coord.ModeVoting, nil, ""}}},
 		{"a first answer is never paused", []coord.Agent{{ID: a}, running(coord.Agent{ID: b})},
 			orch(func(o *config.Orchestrator) { o.FairnessLeadCapAnswers = 0 }),
-			[]launchPlan{{a, coord.ModeVoting, nil, ""}}, []launchPlan{{a, coord.ModeVoting, nil, ""}}},
+			[]launchPlan{{a, coord.ModeVoting, nil, ""}}},
 		{"decomposition: streak at the cap without news stops", []coord.Agent{
 			streak(answered(a, 2, 2), 2, map[string]int{a: 1}), running(coord.Agent{ID: b})}, decomp(ptr(2), nil),
-			[]launchPlan{{a, coord.ModeDecomposition, nil, "stopped automatically: max_new_answers_per_agent (2) reached: 2 answers in a row without news from peers"}},
-			[]launchPlan{{a, coord.ModeDecomposition, nil, ""}}},
+			[]launchPlan{{a, coord.ModeDecomposition, nil, "stopped automatically: max_new_answers_per_agent (2) reached: 2 answers in a row without news from peers"}}},
 		{"decomposition: news from a peer resets the streak", []coord.Agent{
 			streak(answered(a, 2, 2), 2, map[string]int{a: 1}), answered(b, 1, 1)}, decomp(ptr(2), nil),
-			[]launchPlan{{a, coord.ModeDecomposition, nil, ""}, {b, coord.ModeDecomposition, nil, ""}},
 			[]launchPlan{{a, coord.ModeDecomposition, nil, ""}, {b, coord.ModeDecomposition, nil, ""}}},
 		{"decomposition: the global cap stops everyone due", []coord.Agent{answered(a, 1, 1), {ID: b}}, decomp(nil, ptr(1)),
 			[]launchPlan{{a, coord.ModeDecomposition, nil, "stopped automatically: max_new_answers_global (1) reached"},
-				{b, coord.ModeDecomposition, nil, "stopped automatically: max_new_answers_global (1) reached"}},
-			[]launchPlan{{a, coord.ModeDecomposition, nil, ""}, {b, coord.ModeDecomposition, nil, ""}}},
+				{b, coord.ModeDecomposition, nil, "stopped automatically: max_new_answers_global (1) reached"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := coord.Ledger{Agents: tc.l}
-			require.Equal(t, tc.want, planLaunches(l, tc.o, nil, nil, true), "with limitsChange")
-			require.Equal(t, tc.legacy, planLaunches(l, tc.o, nil, nil, false), "recorded before limitsChange")
+			require.Equal(t, tc.want, planLaunches(l, tc.o, nil, nil))
 		})
 	}
 }
@@ -169,23 +190,25 @@ func TestHumanInputJSON(t *testing.T) {
 	require.NoError(t, validateHumanInput(HumanInput{Text: strings.Repeat("é", contract.MaxHumanInputBytes/2)}))
 }
 
-func TestNormalize(t *testing.T) {
-	in := CoordinationInput{Task: "t", Config: testConfig(a)}
+// InitSession settles the session's plan from its inputs: the config's
+// defaults applied, its agents, rules and timeout.
+func TestPrepareSession(t *testing.T) {
+	in := contract.InitSessionInput{SessionID: "wf-1", Task: "t", Config: testConfig(a)}
 	in.Config.Orchestrator.Scheduling = ""
-	require.NoError(t, normalize(&in, "wf-1", true))
-	require.Equal(t, "wf-1", in.SessionID)
+	plan, err := contract.PrepareSession(&in)
+	require.NoError(t, err)
 	require.Equal(t, config.SchedulingAsync, in.Config.Orchestrator.Scheduling)
+	require.Equal(t, []string{a}, plan.Agents)
+	require.Equal(t, in.Config.Orchestrator.Rules(), plan.Rules)
 
 	var decoded CoordinationInput
 	require.NoError(t, json.Unmarshal([]byte(`{"task":"t","config":{"agents":[{"id":"agent_a","backend":{"model":"m"}}]},"session_id":"s"}`), &decoded))
-	require.NoError(t, normalize(&decoded, "wf", true))
-	require.Equal(t, "s", decoded.SessionID)
-	require.Equal(t, 1800, decoded.Config.Orchestrator.OrchestratorTimeoutSeconds, "absent settings take their defaults")
+	plan, err = contract.PrepareSession(&contract.InitSessionInput{SessionID: decoded.SessionID, Task: decoded.Task, Config: decoded.Config})
+	require.NoError(t, err)
+	require.Equal(t, 1800*time.Second, plan.Timeout, "absent settings take their defaults")
 }
 
-// The size limits apply to new starts only: runs recorded before them
-// replay as they ran.
-func TestNormalizeLimits(t *testing.T) {
+func TestPrepareSessionLimits(t *testing.T) {
 	ids := make([]string, contract.MaxAgents+1)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("agent_%03d", i)
@@ -195,22 +218,23 @@ func TestNormalizeLimits(t *testing.T) {
 	huge.Agents[0].SystemMessage = strings.Repeat("y", contract.MaxConfigBytes)
 	for _, tc := range []struct {
 		name string
-		in   CoordinationInput
+		in   contract.InitSessionInput
 		want string
 	}{
-		{"task", CoordinationInput{Task: big, Config: testConfig(a)}, "task: 1572865 bytes, at most 1572864"},
-		{"agents", CoordinationInput{Task: "t", Config: testConfig(ids...)}, "config.agents: 201 agents, at most 200"},
-		{"config", CoordinationInput{Task: "t", Config: huge}, "config and eval_criteria:"},
+		{"task", contract.InitSessionInput{Task: big, Config: testConfig(a)}, "task: 1572865 bytes, at most 1572864"},
+		{"agents", contract.InitSessionInput{Task: "t", Config: testConfig(ids...)}, "config.agents: 201 agents, at most 200"},
+		{"config", contract.InitSessionInput{Task: "t", Config: huge}, "config and eval_criteria:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
-			require.ErrorContains(t, normalize(&in, "wf", true), tc.want)
-			in = tc.in
-			require.NoError(t, normalize(&in, "wf", false), "a recorded run is not held to the limits")
+			in.SessionID = "wf"
+			_, err := contract.PrepareSession(&in)
+			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	at := CoordinationInput{Task: strings.Repeat("x", contract.MaxTaskBytes), Config: testConfig(ids[:contract.MaxAgents]...)}
-	require.NoError(t, normalize(&at, "wf", true), "the limits themselves are allowed")
+	at := contract.InitSessionInput{SessionID: "wf", Task: strings.Repeat("x", contract.MaxTaskBytes), Config: testConfig(ids[:contract.MaxAgents]...)}
+	_, err := contract.PrepareSession(&at)
+	require.NoError(t, err, "the limits themselves are allowed")
 }
 
 func TestTruncate(t *testing.T) {

@@ -7,12 +7,6 @@ import (
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
-// asyncStatusChange is the workflow.GetVersion change id of the background
-// status writer. Runs recorded before it awaited every status.json write
-// in line (and ran the session's set-up activities one after the other);
-// they replay on that path.
-const asyncStatusChange = "async-status-writes"
-
 // statusWriter writes status.json from a coroutine of its own, so that
 // neither a relaunch nor the presentation waits for a storage write.
 // Writes happen one at a time, in order; while one is in flight newer
@@ -34,7 +28,7 @@ func (w *coordination) startStatusWriter(ctx workflow.Context) {
 			}
 			in, summary := *sw.next, sw.summary
 			sw.next, sw.busy = nil, true
-			err := workflow.ExecuteActivity(w.smallCtx(ctx, summary), contract.NameWriteStatus, in).Get(ctx, nil)
+			err := workflow.ExecuteActivity(smallActivityCtx(ctx, summary), contract.NameWriteStatus, in).Get(ctx, nil)
 			sw.busy = false
 			if err != nil {
 				workflow.GetLogger(ctx).Warn("could not write status.json", "status", summary, "error", err)
@@ -47,10 +41,10 @@ func (w *coordination) startStatusWriter(ctx workflow.Context) {
 // coordination goes on, in line (after the writes before it) when the
 // phase is final, so status.json is complete when the workflow ends.
 func (w *coordination) writeStatus(ctx workflow.Context) {
-	in := contract.WriteStatusInput{SessionID: w.in.SessionID, SessionRef: w.ref(), Status: w.snapshot()}
-	summary := "status · " + w.phase
+	in := contract.WriteStatusInput{SessionID: w.state.SessionID, SessionRef: w.ref(), Status: w.snapshot()}
+	summary := "status · " + w.phase()
 	if sw := w.statusW; sw != nil {
-		if !finalPhase(w.phase) && ctx.Err() == nil {
+		if !finalPhase(w.phase()) && ctx.Err() == nil {
 			sw.next, sw.summary = &in, summary
 			return
 		}
@@ -59,9 +53,9 @@ func (w *coordination) writeStatus(ctx workflow.Context) {
 		sw.next = nil
 		_ = workflow.Await(ctx, func() bool { return !sw.busy })
 	}
-	err := workflow.ExecuteActivity(w.smallCtx(ctx, summary), contract.NameWriteStatus, in).Get(ctx, nil)
+	err := workflow.ExecuteActivity(smallActivityCtx(ctx, summary), contract.NameWriteStatus, in).Get(ctx, nil)
 	if err != nil {
-		workflow.GetLogger(ctx).Warn("could not write status.json", "phase", w.phase, "error", err)
+		workflow.GetLogger(ctx).Warn("could not write status.json", "phase", w.phase(), "error", err)
 	}
 }
 

@@ -12,22 +12,20 @@ import (
 	"github.com/conclave-ai/conclave/engine/coord"
 )
 
-// snapshot is the status query's answer and status.json: coord.Summarize
-// of the ledger under the verdict, plus usage.
+// snapshot is the status query's answer and status.json.
 func (w *coordination) snapshot() coord.Status {
-	s := coord.Summarize(w.state.Ledger, w.verdict, w.phase)
-	if w.state.NoVote && w.phase == coord.PhaseCoordinating {
-		s.Relaunch = coord.RelaunchFor(w.state.Ledger, w.verdictOptions())
+	if w.m == nil { // the session is being created
+		return coord.Summarize(coord.Ledger{}, coord.Verdict{}, coord.PhaseCoordinating)
 	}
-	s.Usage = w.state.Usage
-	s.PresentationFallback = w.presentFallback
-	return s
+	return w.m.Status()
 }
 
-// setPhase moves to a new phase and tells everyone who watches.
-func (w *coordination) setPhase(ctx workflow.Context, phase string) {
-	w.phase = phase
-	w.publish(ctx)
+// phase is the session's phase.
+func (w *coordination) phase() string {
+	if w.m == nil {
+		return coord.PhaseCoordinating
+	}
+	return w.m.State.Phase
 }
 
 // publish updates the Web UI details and search attributes, and writes
@@ -46,66 +44,50 @@ func (w *coordination) details(ctx workflow.Context) {
 
 func (w *coordination) markdown() string {
 	var b strings.Builder
-	b.WriteString("**Phase:** " + w.phase)
-	if w.verdict.Winner != "" {
-		b.WriteString(" · **Winner:** `" + w.verdict.Winner + "` (" + w.verdict.Status + ")")
+	s := w.m.State
+	b.WriteString("**Phase:** " + s.Phase)
+	if s.Verdict.Winner != "" {
+		b.WriteString(" · **Winner:** `" + s.Verdict.Winner + "` (" + s.Verdict.Status + ")")
 	}
-	if w.state.RevoteRound > 0 {
-		b.WriteString(" · **Re-votes:** " + strconv.Itoa(w.state.RevoteRound))
+	if s.RevoteRound > 0 {
+		b.WriteString(" · **Re-votes:** " + strconv.Itoa(s.RevoteRound))
 	}
-	if w.evaluating != nil {
-		b.WriteString(" · **Round evaluator:** running before round " + strconv.Itoa(w.evaluating.round))
-	} else if w.state.EvalRound > 0 {
-		b.WriteString(" · **Round evaluation:** before round " + strconv.Itoa(w.state.EvalRound))
+	if e := s.Eval.Running; e != nil {
+		b.WriteString(" · **Round evaluator:** running before round " + strconv.Itoa(e.Round))
+	} else if s.Eval.Round > 0 {
+		b.WriteString(" · **Round evaluation:** before round " + strconv.Itoa(s.Eval.Round))
 	}
 	b.WriteString("\n\n| agent | state | answers | vote | step |\n|---|---|---|---|---|\n")
-	for _, a := range w.state.Ledger.Agents {
+	for _, a := range s.Ledger.Agents {
 		state, step := string(coord.StateOf(a)), strconv.Itoa(a.LatestStep)
 		if c := a.Checklist; c != nil && c.Verdict != "" {
 			state += " · checklist " + c.Verdict
 		}
 		if r := w.runOf(a.ID); r != nil {
-			state = "running (" + string(r.mode) + ")"
-			step = fmt.Sprintf("%d → %d", a.LatestStep, r.step)
+			state = "running (" + string(r.Mode) + ")"
+			step = fmt.Sprintf("%d → %d", a.LatestStep, r.Step)
 		}
 		vote := "—"
 		if v := coord.CurrentVote(a); v != nil {
 			vote = "`" + v.Target + "`"
-			if coord.Stale(w.state.Ledger, v) {
+			if coord.Stale(s.Ledger, v) {
 				vote += " (stale)"
 			}
 		}
 		b.WriteString(fmt.Sprintf("| `%s` | %s | %d | %s | %s |\n", a.ID, state, a.AnswerCount, vote, step))
 	}
 	b.WriteString(fmt.Sprintf("\n%d launches · %d input / %d output tokens · cost %s\n",
-		w.state.Launches, w.state.Usage.InputTokens, w.state.Usage.OutputTokens, w.state.Usage.Cost()))
+		s.Launches, s.Usage.InputTokens, s.Usage.OutputTokens, s.Usage.Cost()))
 	return b.String()
 }
 
-func (w *coordination) runOf(agent string) *stepRun {
-	for _, r := range w.running {
-		if r.agent == agent {
-			return r
+func (w *coordination) runOf(agent string) *coord.Run {
+	for i, r := range w.m.State.Running {
+		if r.Agent == agent {
+			return &w.m.State.Running[i]
 		}
 	}
 	return nil
-}
-
-// askSearchAttributes starts the question searchAttributesAvailable reads.
-func (w *coordination) askSearchAttributes(ctx workflow.Context) workflow.Future {
-	return workflow.ExecuteActivity(w.smallCtx(ctx, "search attributes"), contract.NameSearchAttrsSet)
-}
-
-// searchAttributesAvailable asks once per session whether the namespace
-// defines ConclavePhase and ConclaveWinner; without them an upsert would fail
-// the workflow task, so any doubt means no.
-func (w *coordination) searchAttributesAvailable(ctx workflow.Context, f workflow.Future) bool {
-	var ok bool
-	if err := f.Get(ctx, &ok); err != nil {
-		workflow.GetLogger(ctx).Warn("cannot tell whether the search attributes exist; not using them", "error", err)
-		return false
-	}
-	return ok
 }
 
 // upsertSearchAttributes sets ConclavePhase and ConclaveWinner when they
@@ -115,11 +97,12 @@ func (w *coordination) upsertSearchAttributes(ctx workflow.Context) {
 		return
 	}
 	var updates []temporal.SearchAttributeUpdate
-	if w.phase != w.saPhase {
-		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrPhase).ValueSet(w.phase))
+	phase, winner := w.phase(), w.m.State.Verdict.Winner
+	if phase != w.saPhase {
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrPhase).ValueSet(phase))
 	}
-	if w.verdict.Winner != "" && w.verdict.Winner != w.saWinner {
-		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrWinner).ValueSet(w.verdict.Winner))
+	if winner != "" && winner != w.saWinner {
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(contract.SearchAttrWinner).ValueSet(winner))
 	}
 	if len(updates) == 0 {
 		return
@@ -128,5 +111,5 @@ func (w *coordination) upsertSearchAttributes(ctx workflow.Context) {
 		workflow.GetLogger(ctx).Warn("could not upsert search attributes", "error", err)
 		return
 	}
-	w.saPhase, w.saWinner = w.phase, w.verdict.Winner
+	w.saPhase, w.saWinner = phase, winner
 }

@@ -11,6 +11,8 @@
 package config
 
 import (
+	"github.com/conclave-ai/conclave/engine/coord"
+
 	"encoding/json"
 	"fmt"
 	"time"
@@ -248,7 +250,7 @@ type FinalAnswerStrategy string
 const (
 	FinalWinnerPresent FinalAnswerStrategy = "winner_present"
 	FinalSynthesize    FinalAnswerStrategy = "synthesize"
-	FinalWinnerReuse   FinalAnswerStrategy = "winner_reuse"
+	FinalWinnerReuse   FinalAnswerStrategy = coord.StrategyWinnerReuse
 )
 
 // DefaultOrchestrator returns the orchestrator settings a config starts from.

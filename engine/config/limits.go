@@ -53,3 +53,32 @@ func (o Orchestrator) QuickSynthesize() bool {
 		o.MaxNewAnswersPerAgent != nil && *o.MaxNewAnswersPerAgent == 1 &&
 		!o.DeferVotingUntilAllAnswered
 }
+
+// Rules are the settings a session's coordination state machine reads,
+// fixed when the session starts. Decomposition always synthesizes (the
+// presenter assembles the parts); without a vote round there is no
+// winner's answer to present, so the presenter synthesizes all answers
+// unless winner_reuse asks for its stored answer as is. A failing
+// model-backed presentation in voting mode falls back to the winner's
+// stored answer, so the agreed answer is never lost to a failing presenter.
+func (o Orchestrator) Rules() coord.Rules {
+	r := coord.Rules{
+		Verdict:          o.VerdictOptions(),
+		Limits:           o.Limits(),
+		Rounds:           o.Scheduling == SchedulingRounds,
+		DeferVoting:      o.DeferVotingUntilAllAnswered,
+		Restart:          o.UpdateMode == UpdateRestart && !o.DisableInjection,
+		ManagedEvaluator: o.VotingSensitivity == SensitivityChecklistGated && o.RoundEvaluatorBeforeChecklist && o.OrchestratorManagedRoundEvaluator,
+		Strategy:         string(o.FinalAnswerStrategy),
+	}
+	switch {
+	case o.CoordinationMode == ModeDecomposition:
+		r.Strategy = string(FinalSynthesize)
+	case r.Verdict.SkipVoting && o.FinalAnswerStrategy != FinalWinnerReuse:
+		r.Strategy = string(FinalSynthesize)
+	}
+	if o.CoordinationMode != ModeDecomposition && r.Strategy != coord.StrategyWinnerReuse {
+		r.Fallback = coord.StrategyWinnerReuse
+	}
+	return r
+}

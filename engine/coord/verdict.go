@@ -22,19 +22,19 @@ const (
 // rules read (config.Orchestrator.VerdictOptions builds them).
 type VerdictOptions struct {
 	// Rule settles fresh votes; a majority split goes to re-votes.
-	Rule Rule
+	Rule Rule `json:"rule,omitempty"`
 	// MaxRevoteRounds bounds the re-votes of a majority split; then
 	// plurality decides.
-	MaxRevoteRounds int
+	MaxRevoteRounds int `json:"max_revote_rounds,omitempty"`
 	// Decomposition ends on stops instead of votes.
-	Decomposition bool
+	Decomposition bool `json:"decomposition,omitempty"`
 	// Presenter is decomposition's configured presenter ("" = the first
 	// alive agent), and the presenter of a run without a vote round.
-	Presenter string
+	Presenter string `json:"presenter,omitempty"`
 	// SkipVoting: no vote (or stop) round; coordination is done once every
 	// alive agent has an answer and the presenter presents (skip_voting,
 	// or the quick synthesize path: config.Orchestrator.NoVoteRound).
-	SkipVoting bool
+	SkipVoting bool `json:"skip_voting,omitempty"`
 }
 
 // WithoutFailedPresenter is o with a configured presenter that has failed
