@@ -100,7 +100,7 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 			// The step ended for good without an action: fence its folder,
 			// so that nothing reading the session (session status) takes
 			// its checkpoint for a step still running.
-			if _, ferr := session.Fence(ctx, st, agent.ID, in.Step, strconv.Itoa(in.Launch), failureType(err), a.now()); ferr != nil {
+			if _, ferr := session.Fence(ctx, st, agent.ID, in.Step, strconv.Itoa(in.Launch), failureType(err), endedBy(err), a.now()); ferr != nil {
 				warn(ctx)("fence %s step %d after it failed: %v", agent.ID, in.Step, ferr)
 			}
 		}
@@ -141,7 +141,7 @@ func (a *Activities) FenceStep(ctx context.Context, in contract.FenceStepInput) 
 			fmt.Sprintf("cannot fence agent %q step %d launch %d: the agent id must be valid and the step and launch positive", in.Agent, in.Step, in.Launch),
 			contract.ErrTypeConfig, err)
 	}
-	committed, err := session.Fence(ctx, st, in.Agent, in.Step, strconv.Itoa(in.Launch), in.Reason, a.now())
+	committed, err := session.Fence(ctx, st, in.Agent, in.Step, strconv.Itoa(in.Launch), in.Reason, "", a.now())
 	return contract.FenceStepResult{Committed: committed}, err
 }
 
@@ -244,6 +244,19 @@ func stepOver(err error) bool {
 		return true
 	}
 	return false
+}
+
+// endedBy is how a step that is over without an action ended, as the
+// workflow takes it (workflows' record): the round timeout ends its turn,
+// peers' limits refuse its answer, anything else fails the agent.
+func endedBy(err error) string {
+	switch failureType(err) {
+	case contract.ErrTypeTurnEnded:
+		return session.EndedTurn
+	case contract.ErrTypeAnswerRefused:
+		return session.EndedRefused
+	}
+	return session.EndedFailed
 }
 
 func failureType(err error) string {

@@ -66,14 +66,13 @@ func newSessionCmd() *cobra.Command {
 			for _, p := range snap.Problems {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", p)
 			}
-			o, err := verdictOptions(cfgPath, snap.Info)
+			rules, err := sessionRules(cfgPath, snap.Info)
 			if err != nil {
 				return err
 			}
-			o.SkipVoting = o.SkipVoting || skipVoting
-			o = o.WithoutFailedPresenter(snap.Ledger())
-			out := stepModeStatus(snap, o)
-			if ended, err := endedSession(cmd.Context(), st, snap, o.Decomposition); err != nil {
+			rules.Verdict.SkipVoting = rules.Verdict.SkipVoting || skipVoting
+			out := snap.Replay(rules, true).Advise()
+			if ended, err := endedSession(cmd.Context(), st, snap, rules.Verdict.Decomposition); err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", err)
 			} else if ended != nil {
 				// The workflow ended it (a timeout, a cancel, its own
@@ -109,61 +108,34 @@ func newSessionCmd() *cobra.Command {
 	return cmd
 }
 
-// stepModeStatus judges a stored session by the rules that end a
-// Coordination workflow (coord.Judge, through coord.JudgeStored, which
-// counts the re-votes held from the stored votes): a majority; a split
-// goes to re-votes (Relaunch lists the agents that owe one, Revote says
-// which round and the tally) until max_revote_rounds, then plurality;
-// decomposition ends when every agent holds a fresh stop, its presenter
-// winning. A running step blocks the end. When nothing runs, no agent
-// needs a step and nothing is decided, the session has stalled and is
-// decided the way the workflow decides a stall, so an orchestrator loop
-// that waits for the phase to leave "coordinating" always ends.
-func stepModeStatus(snap *session.Snapshot, o coord.VerdictOptions) coord.Status {
-	l := snap.Ledger()
-	v, call := coord.JudgeStored(l, o, snap.History())
-	if !v.Done && call == nil && len(l.Agents) > 0 && !coord.AnyRunning(l) && len(coord.RelaunchFor(l, o)) == 0 {
-		v = coord.Stalled(l, o, snap.AnswerOrder())
-	}
-	phase := coord.PhaseCoordinating
-	switch {
-	case v.Decided():
-		phase = coord.PhaseDone
-	case v.Done:
-		phase = coord.PhaseFailed
-	}
-	s := coord.Summarize(l, v, phase)
-	switch {
-	case call != nil:
-		s.Revote, s.Relaunch = call, call.Agents
-	case phase == coord.PhaseCoordinating:
-		s.Relaunch = coord.RelaunchFor(l, o)
-	}
-	return s
-}
-
-// verdictOptions are the orchestrator settings `session status` judges
-// by: the --config's orchestrator section (defaults for what it leaves
-// out), else the defaults; session.json's mode, when it records one,
-// decides decomposition, and a --config that says otherwise is refused.
-func verdictOptions(cfgPath string, info *session.Info) (coord.VerdictOptions, error) {
+// sessionRules are the rules `session status` and `conclave step` judge
+// a stored session by, replaying its steps through the state machine as
+// the workflow ran them (session.Snapshot.Replay, coord.Machine.Advise):
+// the --config's orchestrator section (defaults for what it leaves out),
+// else the defaults; session.json's mode, when it records one, decides
+// decomposition, and a --config that says otherwise is refused.
+func sessionRules(cfgPath string, info *session.Info) (coord.Rules, error) {
 	orch := config.DefaultOrchestrator()
 	if cfgPath != "" {
 		cfg, err := config.Load(cfgPath)
 		if err != nil {
-			return coord.VerdictOptions{}, err
+			return coord.Rules{}, err
 		}
 		orch = cfg.Orchestrator
 		if info != nil && info.Mode != "" && info.Mode != string(orch.CoordinationMode) {
-			return coord.VerdictOptions{}, fmt.Errorf("--config %s has coordination_mode %q but the session's session.json records mode %q: "+
+			return coord.Rules{}, fmt.Errorf("--config %s has coordination_mode %q but the session's session.json records mode %q: "+
 				"pass the config the session was started with", cfgPath, orch.CoordinationMode, info.Mode)
 		}
 	}
-	o := orch.VerdictOptions()
+	return modeRules(orch, info), nil
+}
+
+// modeRules are orch's rules in the mode session.json records, if any.
+func modeRules(orch config.Orchestrator, info *session.Info) coord.Rules {
 	if info != nil && info.Mode != "" {
-		o.Decomposition = info.Mode == string(config.ModeDecomposition)
+		orch.CoordinationMode = config.CoordinationMode(info.Mode)
 	}
-	return o, nil
+	return orch.Rules()
 }
 
 // sameTeam refuses --agents that disagree with the team session.json

@@ -14,7 +14,6 @@ import (
 
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/llm"
-	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/engine/storage"
 )
@@ -113,9 +112,6 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stder
 	if err != nil {
 		return nil, err
 	}
-	if err := liveAttempt(ctx, st, agent.ID, plan.step); err != nil {
-		return nil, err
-	}
 	var criteria []string
 	if f.criteria != "" {
 		data, err := os.ReadFile(f.criteria)
@@ -136,15 +132,9 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stder
 		if ferr := fenceAttempt(ctx, st, agent.ID, plan.step, err); ferr != nil {
 			fmt.Fprintf(stderr, "conclave: could not mark step %d of %s as over (session status will show it running): %v\n", plan.step, agent.ID, ferr)
 		}
-		if ferr := countFailure(ctx, st, agent.ID, err); ferr != nil {
-			fmt.Fprintf(stderr, "conclave: could not record the failure of %s: %v\n", agent.ID, ferr)
-		}
 		return nil, &exitError{code: exitNoAction, err: fmt.Errorf("agent %s took no action: %w", agent.ID, err)}
 	}
 	out := res.Outcome
-	if err := st.Delete(ctx, session.FailuresKey(agent.ID)); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		fmt.Fprintf(stderr, "conclave: could not clear the failures of %s: %v\n", agent.ID, err)
-	}
 	return &stepResult{
 		AgentID: agent.ID, Action: string(out.Action), StepNumber: res.Step, Key: res.Saved.Key, Label: res.Label,
 		VoteTarget: out.Target, Workspace: res.Saved.Workspace, SeenSteps: out.SeenSteps, Usage: out.Usage,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/session"
@@ -100,11 +101,14 @@ type stepPlan struct {
 	tally map[string]int // anonymous tally shown on a re-vote
 }
 
-// planStep judges the session the way `session status` does (one rule,
-// coord.JudgeStored) under the agent config's orchestrator settings: an
-// agent owed a re-vote steps vote-only and is shown the tally the round
+// planStep replays the session through the state machine the way
+// `session status` does, under the agent config's orchestrator settings:
+// an agent owed a re-vote steps vote-only and is shown the tally the round
 // began with; an agent that already cast its re-vote of the round under
 // way is refused, since another vote would start the next round early.
+// Peers' steps in progress (launched in the same round, racing this one)
+// are left out: what a step is asked to do follows from the actions
+// stored so far.
 func planStep(ctx context.Context, st storage.Store, self string, orch config.Orchestrator, info *session.Info) (stepPlan, error) {
 	snap, err := session.Load(ctx, st)
 	if err != nil {
@@ -114,70 +118,33 @@ func planStep(ctx context.Context, st storage.Store, self string, orch config.Or
 	if err := snap.Include([]string{self}); err != nil {
 		return stepPlan{}, fmt.Errorf("%w: %v", step.ErrBadInput, err)
 	}
-	a, _ := snap.Agent(self)
-	p := stepPlan{step: a.LatestStep + 1}
-	o := orch.VerdictOptions()
-	o.Decomposition = info.Mode == string(config.ModeDecomposition)
-	l := snap.Ledger()
-	o = o.WithoutFailedPresenter(l)
-	// What a step is asked to do follows from the actions stored so far:
-	// a peer's step in progress (launched in the same round, racing this
-	// one) has not changed them, and must not turn a re-vote into a
-	// normal step.
-	for i := range l.Agents {
-		l.Agents[i].Running = false
+	m := snap.Replay(modeRules(orch, info), false)
+	p := stepPlan{step: coord.NextStep(*m.State.Ledger.Find(self))}
+	owed := slices.Clone(m.State.Revote)
+	round := m.State.RevoteRound
+	for _, d := range m.Step(coord.Resume{}) {
+		if l, ok := d.(coord.Launch); ok && l.Agent == self && l.Tally != nil {
+			p.mode, p.tally = coord.ModeVoteOnly, l.Tally
+		}
 	}
-	v, call := coord.JudgeStored(l, o, snap.History())
-	if !v.Revote || call == nil {
-		return p, nil
-	}
-	if !slices.Contains(call.Agents, self) {
+	if len(owed) > 0 && !slices.Contains(owed, self) {
 		return p, fmt.Errorf("%w: agent %s has cast its vote of re-vote %d of %d; the round waits for %s (see `conclave session status`)",
-			step.ErrBadInput, self, call.Round, call.Of, strings.Join(call.Agents, ", "))
+			step.ErrBadInput, self, round, orch.MaxRevoteRounds, strings.Join(owed, ", "))
 	}
-	p.mode, p.tally = coord.ModeVoteOnly, coord.AnonymousCount(l, call.Tally)
 	return p, nil
 }
 
-// liveAttempt clears the fence of an earlier attempt of this step (its
-// launch.json), so the folder shows as a step in progress again.
-func liveAttempt(ctx context.Context, st storage.Store, agent string, n int) error {
-	if err := st.Delete(ctx, session.LaunchKey(agent, n)); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return fmt.Errorf("%w: clear %s: %v", step.ErrBadInput, session.LaunchKey(agent, n), err)
-	}
-	return nil
-}
-
-// fenceAttempt marks a step that ended without an action as over (its
-// launch.json says "fenced": true), so `session status` does not take its
-// checkpoint for a step in progress. The checkpoint stays for a relaunch
-// to resume. Nothing is written when the step left no checkpoint.
+// fenceAttempt marks a step that ended without an action as over: its
+// launch.json says "fenced", ended "turn". Its number is given up — the
+// agent's next step is a fresh one — and coord.MaxEndedTurns such steps in
+// a row drop the agent, as the workflow drops one whose turns keep ending
+// without an action, so an external orchestrator's loop ends.
 func fenceAttempt(ctx context.Context, st storage.Store, agent string, n int, cause error) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted step still says it is over
-	if _, err := st.Get(ctx, session.TraceKey(agent, n)); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		return err
+	reason := cause.Error()
+	if len(reason) > 300 {
+		reason, _ = contract.Truncate(reason, 300)
 	}
-	return session.WriteJSON(ctx, st, session.LaunchKey(agent, n), session.LaunchFile{Fenced: true, Reason: cause.Error()})
-}
-
-// countFailure records one more step of the agent in a row that ended
-// without an action (agents/<id>/failures.json); at
-// session.MaxStepFailures the agent counts as failed, is no longer
-// relaunched, and a session whose agents all failed ends. An action clears
-// the count.
-func countFailure(ctx context.Context, st storage.Store, agent string, cause error) error {
-	ctx = context.WithoutCancel(ctx)
-	var f session.Failures
-	if err := session.ReadJSON(ctx, st, session.FailuresKey(agent), &f); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		f = session.Failures{} // a damaged record starts over
-	}
-	f.InARow++
-	f.Last = cause.Error()
-	if len(f.Last) > 300 {
-		f.Last = f.Last[:300] + "…"
-	}
-	return session.WriteJSON(ctx, st, session.FailuresKey(agent), f)
+	_, err := session.Fence(ctx, st, agent, n, "step-mode", reason, session.EndedTurn, time.Now())
+	return err
 }

@@ -186,6 +186,9 @@ func TestStepWithoutActionIsNotRunning(t *testing.T) {
 
 	code, _, errs = runCLI(t, "step", "--session-dir", session, "--config", cfg, "--automation", "task")
 	require.Equal(t, 0, code, errs)
-	require.NoFileExists(t, filepath.Join(session, "agents/agent_a/001/launch.json"), "the relaunch cleared the fence")
-	require.Equal(t, "answered", status(t, session).Agents["agent_a"].State)
+	require.FileExists(t, filepath.Join(session, "agents/agent_a/001/launch.json"), "the ended step stays fenced")
+	require.FileExists(t, filepath.Join(session, "agents/agent_a/002/answer.json"), "the relaunch took the next number")
+	s = status(t, session)
+	require.Equal(t, "answered", s.Agents["agent_a"].State)
+	require.Equal(t, 2, s.Agents["agent_a"].LatestStep)
 }

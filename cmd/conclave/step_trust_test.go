@@ -60,6 +60,10 @@ func TestStepRelaunchResumesOnlyTheSameInputs(t *testing.T) {
 			code, _, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--agents", "agent_a", "--automation", "old task")
 			require.Equal(t, exitNoAction, code, errs)
 			require.FileExists(t, filepath.Join(session, "agents/agent_a/001/trace.jsonl"), "the interrupted attempt left its checkpoint")
+			// As if the process had been killed mid-step, before it could
+			// mark the step over: the folder is a step in progress, which
+			// the next step of the agent resumes.
+			require.NoError(t, os.Remove(filepath.Join(session, "agents/agent_a/001/launch.json")))
 
 			code, _, errs = runCLI(t, "step", "--session-dir", session, "--config", cfg, "--automation", task)
 			require.Equal(t, 0, code, errs)

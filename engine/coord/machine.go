@@ -67,8 +67,9 @@ type State struct {
 	// Running are the launched steps that have not ended, in launch order.
 	Running []Run `json:"running,omitempty"`
 	// Draining launches nothing new (the workflow is about to continue as
-	// new); judging goes on.
-	Draining bool `json:"-"`
+	// new); judging goes on, except for a verdict when Undecided.
+	Draining  bool `json:"-"`
+	Undecided bool `json:"-"`
 	// Stopping is why running steps are being stopped before the end:
 	// StopTimeout, StopCancelled or StopDecided.
 	Stopping string  `json:"stopping,omitempty"`
@@ -193,8 +194,14 @@ type Presented struct {
 	Reason string // why it failed
 }
 
-// Drain asks the machine to launch nothing new (continue-as-new is due).
-type Drain struct{}
+// Drain asks the machine to launch nothing new (continue-as-new is due,
+// or step mode replays stored steps). Undecided also holds a verdict back
+// until the machine resumes: step mode replays every stored step before
+// judging the whole, as a running step blocks the end.
+type Drain struct{ Undecided bool }
+
+// Resume lets a drained machine launch again.
+type Resume struct{}
 
 func (Tick) event()       {}
 func (Launched) event()   {}
@@ -209,6 +216,7 @@ func (Timeout) event()    {}
 func (Cancel) event()     {}
 func (Presented) event()  {}
 func (Drain) event()      {}
+func (Resume) event()     {}
 
 // Decision is one thing the driver must do.
 type Decision interface{ decision() }
@@ -315,7 +323,9 @@ func (m *Machine) Step(e Event) []Decision {
 	switch e := e.(type) {
 	case Tick:
 	case Drain:
-		m.State.Draining = true
+		m.State.Draining, m.State.Undecided = true, e.Undecided
+	case Resume:
+		m.State.Draining, m.State.Undecided = false, false
 	case Launched:
 		m.launched(e)
 	case Acted:
@@ -368,13 +378,15 @@ func (m *Machine) Options() VerdictOptions {
 	return m.Rules.Verdict.WithoutFailedPresenter(m.State.Ledger)
 }
 
-// launched records a step that started (step mode's rebuild).
+// launched records a step that started (step mode's rebuild); an agent
+// owed a re-vote step has it now.
 func (m *Machine) launched(e Launched) {
 	a := m.State.Ledger.Find(e.Agent)
 	if a == nil || a.Running {
 		return
 	}
 	m.start(a, e.Step, e.Mode)
+	m.State.Revote = slices.DeleteFunc(m.State.Revote, func(id string) bool { return id == e.Agent })
 }
 
 // start marks a's step as running and returns its launch number.
@@ -579,7 +591,7 @@ func (m *Machine) advance() []Decision {
 		v := Judge(s.Ledger, m.Options(), s.RevoteRound)
 		if v.Revote {
 			m.startRevote()
-		} else if v.Done {
+		} else if v.Done && !s.Undecided {
 			s.Verdict = v
 			return m.decided()
 		}
@@ -685,4 +697,57 @@ func (m *Machine) Status() Status {
 	st.Usage = s.Usage
 	st.PresentationFallback = s.Fallback
 	return st
+}
+
+// Advise is step mode's status of a replayed, draining machine: what an
+// external orchestrator does next. The machine resumes and decides as the
+// workflow would now: the agents it launches are Relaunch (a re-vote's
+// come with the call: round, tally), a verdict makes the phase done (or
+// failed), and nothing to launch while nothing runs is a stall, decided
+// as the workflow decides one. The agents' lines are as stored, before any
+// launch.
+func (m *Machine) Advise() Status {
+	st := m.Status()
+	st.Relaunch = []string{}
+	for _, d := range m.Step(Resume{}) {
+		l, ok := d.(Launch)
+		if !ok {
+			continue
+		}
+		st.Relaunch = append(st.Relaunch, l.Agent)
+		if l.Tally != nil && st.Revote == nil {
+			st.Revote = &RevoteCall{Round: m.State.RevoteRound, Of: m.Rules.Verdict.MaxRevoteRounds, Tally: m.realTally(l.Tally)}
+		}
+	}
+	if st.Revote != nil {
+		st.Revote.Agents = st.Relaunch
+	}
+	s := m.State
+	if s.Phase == PhaseCoordinating {
+		return st
+	}
+	st.Phase = PhaseFailed
+	if s.Verdict.Decided() {
+		st.Phase = PhaseDone
+		st.DecidedBy = s.Verdict.Status
+	}
+	st.Winner, st.Consensus = s.Verdict.Winner, s.Verdict.Status == StatusConsensus
+	st.Relaunch, st.Revote = []string{}, nil
+	return st
+}
+
+// realTally is an anonymous tally keyed by real ids again.
+func (m *Machine) realTally(anon map[string]int) map[string]int {
+	ids := make([]string, len(m.State.Ledger.Agents))
+	for i, a := range m.State.Ledger.Agents {
+		ids[i] = a.ID
+	}
+	anonOf := AnonymousIDs(ids)
+	out := map[string]int{}
+	for _, a := range m.State.Ledger.Agents { // ledger order, never map order
+		if n := anon[anonOf[a.ID]]; n > 0 {
+			out[a.ID] = n
+		}
+	}
+	return out
 }

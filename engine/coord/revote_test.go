@@ -6,88 +6,58 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// storedSplit is a 2-2 split of four agents, each of which voted rounds+1
-// times on the same answers (rounds re-votes), the last time as votes[i].
-type storedSplit struct {
-	l       Ledger
-	history map[string][]Cast
+// replayed is a draining machine fed stored steps, as step mode replays a
+// session: each action is a step launched and acted.
+type replayed struct{ *Machine }
+
+func newReplayed(r Rules, ids ...string) replayed {
+	m := NewMachine(r, ids)
+	m.Step(Drain{Undecided: true})
+	return replayed{m}
 }
 
-func newStoredSplit() *storedSplit {
-	s := &storedSplit{history: map[string][]Cast{}}
-	for _, id := range []string{"a", "b", "c", "d"} {
-		s.l.Agents = append(s.l.Agents, Agent{ID: id, LatestStep: 1, LatestAnswerStep: 1, AnswerCount: 1, LastAction: ActionNewAnswer})
-		s.history[id] = []Cast{{Step: 1, Action: ActionNewAnswer}}
+func (m replayed) act(id string, action Action, target string, seen map[string]int) replayed {
+	m.Step(Launched{Agent: id, Step: NextStep(*m.State.Ledger.Find(id))})
+	m.Step(Acted{Launch: m.State.Launches, Action: action, Target: target, SeenSteps: seen})
+	return m
+}
+
+// A 2-2 split of four agents in a stored session: every alive agent owes
+// the re-vote, shown the tally of its start; an agent that cast its
+// re-vote is no longer owed one; after max_revote_rounds plurality decides
+// (ties by configuration order).
+func TestRevoteAdvice(t *testing.T) {
+	ids := []string{"a", "b", "c", "d"}
+	all := map[string]int{"a": 1, "b": 1, "c": 1, "d": 1}
+	r := Rules{Verdict: VerdictOptions{Rule: RuleMajority, MaxRevoteRounds: 1}, Strategy: "winner_present"}
+	split := func() replayed {
+		m := newReplayed(r, ids...)
+		for _, id := range ids {
+			m.act(id, ActionNewAnswer, "", map[string]int{})
+		}
+		for id, target := range map[string]string{"a": "a", "b": "a", "c": "c", "d": "c"} {
+			m.act(id, ActionVote, target, all)
+		}
+		return m
 	}
-	return s
-}
 
-var allSeen = map[string]int{"a": 1, "b": 1, "c": 1, "d": 1}
+	adv := split().Advise()
+	require.Equal(t, PhaseCoordinating, adv.Phase)
+	require.Equal(t, &RevoteCall{Round: 1, Of: 1, Agents: ids, Tally: map[string]int{"a": 2, "c": 2}}, adv.Revote)
+	require.Equal(t, ids, adv.Relaunch)
 
-func (s *storedSplit) vote(id, target string) *storedSplit {
-	a := s.l.Find(id)
-	a.LatestStep++
-	a.LastAction = ActionVote
-	a.Vote = &Vote{Voter: id, Target: target, SeenSteps: allSeen, Step: a.LatestStep}
-	s.history[id] = append(s.history[id], Cast{Step: a.LatestStep, Action: ActionVote, Target: target, SeenSteps: allSeen})
-	return s
-}
+	adv = split().act("a", ActionVote, "a", all).act("b", ActionVote, "a", all).Advise()
+	require.Equal(t, []string{"c", "d"}, adv.Relaunch, "a and b cast their re-vote")
+	require.Equal(t, 1, adv.Revote.Round)
 
-// TestJudgeStored: a split in a stored session goes through
-// max_revote_rounds re-votes counted from the files, each owed by every
-// alive agent and shown the tally of the round's start, then plurality.
-func TestJudgeStored(t *testing.T) {
-	o := VerdictOptions{Rule: RuleMajority, MaxRevoteRounds: 2}
-	s := newStoredSplit().vote("a", "a").vote("b", "a").vote("c", "c").vote("d", "c")
-	tally := map[string]int{"a": 2, "c": 2}
-
-	v, call := JudgeStored(s.l, o, s.history)
-	require.True(t, v.Revote, v.Reason)
-	require.Equal(t, &RevoteCall{Round: 1, Of: 2, Agents: []string{"a", "b", "c", "d"}, Tally: tally}, call)
-
-	// Half of the first re-vote is cast (b switches to c): the others still owe it,
-	// shown the tally the round started with.
-	s.vote("a", "a").vote("b", "c")
-	v, call = JudgeStored(s.l, o, s.history)
-	require.True(t, v.Revote, v.Reason)
-	require.Equal(t, &RevoteCall{Round: 1, Of: 2, Agents: []string{"c", "d"}, Tally: tally}, call)
-	s.l.Find("c").Running = true
-	_, call = JudgeStored(s.l, o, s.history)
-	require.Equal(t, []string{"d"}, call.Agents, "a running agent is busy")
-	s.l.Find("c").Running = false
-
-	s.vote("c", "a").vote("d", "c") // a 2-2 split again: a, c | b, d
-	v, call = JudgeStored(s.l, o, s.history)
-	require.True(t, v.Revote, v.Reason)
-	require.Equal(t, 2, call.Round)
-	require.Equal(t, []string{"a", "b", "c", "d"}, call.Agents)
-
-	s.vote("a", "a").vote("b", "c").vote("c", "a").vote("d", "c")
-	v, call = JudgeStored(s.l, o, s.history)
-	require.Nil(t, call)
-	require.Equal(t, Verdict{Done: true, Status: StatusPlurality, Winner: "a", Reason: v.Reason}, v,
-		"re-votes used up: plurality, ties to configuration order")
-
-	o.MaxRevoteRounds = 0
-	v, _ = JudgeStored(newStoredSplit().vote("a", "a").vote("b", "a").vote("c", "c").vote("d", "c").l, o, nil)
-	require.Equal(t, StatusPlurality, v.Status, "no re-votes configured")
-}
-
-func TestRevotes(t *testing.T) {
-	seen1, seen2 := map[string]int{"a": 1}, map[string]int{"a": 2}
-	vote := func(seen map[string]int) Cast { return Cast{Action: ActionVote, Target: "a", SeenSteps: seen} }
-	for _, c := range []struct {
-		name    string
-		history []Cast
-		want    int
-	}{
-		{"none", nil, 0},
-		{"answer last", []Cast{vote(seen1), {Action: ActionNewAnswer}}, 0},
-		{"one vote", []Cast{{Action: ActionNewAnswer}, vote(seen1)}, 1},
-		{"stale vote recast", []Cast{vote(seen1), vote(seen2)}, 1},
-		{"two re-votes", []Cast{vote(seen1), vote(seen2), vote(seen2), vote(seen2)}, 3},
-		{"invalid vote breaks the chain", []Cast{vote(seen2), {Action: ActionVote, Invalid: true}, vote(seen2)}, 1},
-	} {
-		t.Run(c.name, func(t *testing.T) { require.Len(t, Revotes(c.history), c.want) })
+	m := split()
+	for _, id := range ids {
+		m.act(id, ActionVote, map[string]string{"a": "a", "b": "a", "c": "c", "d": "c"}[id], all)
 	}
+	adv = m.Advise()
+	require.Equal(t, PhaseDone, adv.Phase)
+	require.Equal(t, StatusPlurality, adv.DecidedBy)
+	require.Equal(t, "a", adv.Winner)
+	require.False(t, adv.Consensus)
+	require.Empty(t, adv.Relaunch)
 }

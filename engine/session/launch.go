@@ -23,9 +23,13 @@ type LaunchFile struct {
 	// Launch is the launch that committed, or the one that was fenced.
 	Launch string `json:"launch"`
 	Fenced bool   `json:"fenced,omitempty"`
-	// Reason says why the workflow fenced the launch (restart, timeout,
-	// cancelled).
-	Reason    string `json:"reason,omitempty"`
+	// Reason says why the folder was fenced (restart, timeout, cancelled,
+	// or the error a step ended with).
+	Reason string `json:"reason,omitempty"`
+	// Ended says how a fenced step ended without an action (Ended*:
+	// given up when empty), so that replaying the session drops an agent
+	// exactly when the workflow did.
+	Ended     string `json:"ended,omitempty"`
 	Timestamp string `json:"timestamp"`
 }
 
@@ -74,12 +78,15 @@ func CheckLaunch(ctx context.Context, st storage.Store, agent string, step int, 
 // is then writing, or has written, its outputs and must be let finish.
 // Otherwise launch can never write the folder: the fence is created now,
 // or was before (a retried fence), or another launch holds the folder.
-func Fence(ctx context.Context, st storage.Store, agent string, step int, launch, reason string, now time.Time) (committed bool, err error) {
+//
+// ended is how the step ended (EndedTurn, EndedRefused, EndedFailed), or
+// "" for a launch the workflow gives up.
+func Fence(ctx context.Context, st storage.Store, agent string, step int, launch, reason, ended string, now time.Time) (committed bool, err error) {
 	if launch == "" {
 		return false, fmt.Errorf("fence %s step %d: no launch given", agent, step)
 	}
 	created, have, err := createLaunch(ctx, st, agent, step,
-		LaunchFile{Launch: launch, Fenced: true, Reason: reason, Timestamp: Timestamp(now)})
+		LaunchFile{Launch: launch, Fenced: true, Reason: reason, Ended: ended, Timestamp: Timestamp(now)})
 	if err != nil || created {
 		return false, err
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/conclave-ai/conclave/engine/coord"
 )
 
 // launch.json decides a step folder once: whichever of the launch's commit
@@ -32,7 +34,7 @@ func TestCommitAndFence(t *testing.T) {
 			st, _ := newStore(t)
 			for i, o := range tc.ops {
 				if o.fence {
-					committed, err := Fence(ctx, st, "agent_a", 2, o.launch, "restart", t0)
+					committed, err := Fence(ctx, st, "agent_a", 2, o.launch, "restart", "", t0)
 					require.NoError(t, err)
 					require.Equal(t, o.want, committed, "op %d", i)
 					continue
@@ -54,7 +56,7 @@ func TestDamagedLaunchMarkerClosesTheFolder(t *testing.T) {
 	require.NoError(t, st.Put(ctx, LaunchKey("agent_a", 1), []byte("{not json")))
 	require.ErrorIs(t, Commit(ctx, st, "agent_a", 1, "1", t0), ErrSuperseded)
 	require.ErrorIs(t, CheckLaunch(ctx, st, "agent_a", 1, "1"), ErrSuperseded)
-	committed, err := Fence(ctx, st, "agent_a", 1, "1", "restart", t0)
+	committed, err := Fence(ctx, st, "agent_a", 1, "1", "restart", "", t0)
 	require.NoError(t, err)
 	require.False(t, committed)
 }
@@ -65,7 +67,7 @@ func TestFencedFolderIsNotAStep(t *testing.T) {
 	ctx := context.Background()
 	st, _ := newStore(t)
 	save(t, st, answer("agent_a", "A1"))
-	_, err := Fence(ctx, st, "agent_a", 2, "4", "restart", t0)
+	_, err := Fence(ctx, st, "agent_a", 2, "4", "restart", "", t0)
 	require.NoError(t, err)
 	require.NoError(t, st.Put(ctx, TraceKey("agent_a", 2), []byte("{}\n")))
 
@@ -74,7 +76,8 @@ func TestFencedFolderIsNotAStep(t *testing.T) {
 	a, _ := snap.Agent("agent_a")
 	require.Equal(t, 1, a.LatestStep)
 	require.Equal(t, 1, a.AnswerCount)
-	require.Equal(t, 3, a.NextStep())
+	require.Equal(t, 3, coord.NextStep(a.Agent))
+	require.Equal(t, 2, a.GivenUpStep)
 	require.Empty(t, snap.Problems)
 
 	s := save(t, st, vote("agent_a", "agent_a", map[string]int{"agent_a": 1}))

@@ -29,25 +29,18 @@ type Answer struct {
 	Timestamp string `json:"timestamp"`
 }
 
-// Agent is everything a snapshot knows about one agent.
+// Agent is everything a snapshot knows about one agent. Its coordination
+// state (the embedded coord.Agent) is what the state machine makes of its
+// steps (Replay), as the workflow's does of the same events.
 type Agent struct {
 	coord.Agent
 	Answers []Answer `json:"answers"` // in step order
-	// History is every recorded action in step order; the re-votes of a
-	// session are counted from it (coord.JudgeStored).
-	History []coord.Cast `json:"history,omitempty"`
+	// Steps are the agent's step folders in step order, as the state
+	// machine replays them.
+	Steps []StepRecord `json:"-"`
 	// RunningStep is the step in progress when Running is set.
 	RunningStep int `json:"running_step,omitempty"`
-	// Launched is the highest step folder holding launch.json (a Temporal
-	// step's commit or fence), 0 for none. Such a folder may hold no action
-	// — its launch was fenced off, or has not finished saving — but its
-	// number is taken: NextStep never reuses it.
-	Launched int `json:"-"`
 }
-
-// NextStep is the number of the agent's next step in step mode: after its
-// latest action and after every folder a Temporal launch holds.
-func (a *Agent) NextStep() int { return max(a.LatestStep, a.Launched) + 1 }
 
 // Latest returns the agent's newest answer, or nil when it has none.
 func (a *Agent) Latest() *Answer {
@@ -93,15 +86,6 @@ func (s *Snapshot) Ledger() coord.Ledger {
 	return l
 }
 
-// History is every agent's recorded actions, for coord.JudgeStored.
-func (s *Snapshot) History() map[string][]coord.Cast {
-	h := make(map[string][]coord.Cast, len(s.Agents))
-	for _, a := range s.Agents {
-		h[a.ID] = a.History
-	}
-	return h
-}
-
 // Load reads a session. It fails only when the store itself cannot be read;
 // unreadable files become Problems.
 func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
@@ -120,7 +104,6 @@ func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 		return nil, fmt.Errorf("list the session's agents in %s: %w", st.Location(), err)
 	}
 	steps := map[string]map[int]map[string]bool{} // agent → step → file names
-	failing := map[string]bool{}                  // agents with a failures.json
 	for _, key := range keys {
 		parts := strings.SplitN(strings.TrimPrefix(key, AgentsPrefix), "/", 3)
 		if len(parts) < 2 {
@@ -135,9 +118,6 @@ func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 			steps[agent] = map[int]map[string]bool{}
 		}
 		if len(parts) == 2 {
-			if parts[1] == failuresFile {
-				failing[agent] = true
-			}
 			continue // last_action.json and other per-agent files
 		}
 		step, ok := parseStepName(parts[1])
@@ -155,20 +135,13 @@ func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 	// problems are gathered in agent order, so the result does not depend
 	// on timing.
 	ids := agentOrder(snap.Info, steps)
-	team := coord.Ledger{Agents: make([]coord.Agent, len(ids))}
-	for i, id := range ids {
-		team.Agents[i].ID = id
-	}
 	subs := make([]Snapshot, len(ids))
 	agents := make([]Agent, len(ids))
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Go(func() {
-			agents[i], errs[i] = subs[i].loadAgent(ctx, st, team, id, steps[id])
-			if errs[i] == nil && failing[id] {
-				errs[i] = subs[i].loadFailures(ctx, st, &agents[i])
-			}
+			agents[i], errs[i] = subs[i].loadAgent(ctx, st, id, steps[id])
 		})
 	}
 	wg.Wait()
@@ -179,6 +152,7 @@ func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 		snap.Problems = append(snap.Problems, subs[i].Problems...)
 		snap.Agents = append(snap.Agents, agents[i])
 	}
+	snap.settle()
 	return snap, nil
 }
 
@@ -205,20 +179,18 @@ func agentOrder(info *Info, steps map[string]map[int]map[string]bool) []string {
 	return append(ids, extra...)
 }
 
-// loadAgent reads one agent's steps; team lists the session's agents, for
-// the answer streaks.
-func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, team coord.Ledger, id string, steps map[int]map[string]bool) (Agent, error) {
+// loadAgent reads one agent's step folders: their actions, and how each
+// folder without one ended.
+func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, steps map[int]map[string]bool) (Agent, error) {
 	a := Agent{Agent: coord.Agent{ID: id}}
 	nums := make([]int, 0, len(steps))
 	for n := range steps {
 		nums = append(nums, n)
 	}
 	sort.Ints(nums)
-	for _, n := range nums {
+	for i, n := range nums {
 		files := steps[n]
-		if files[launchFile] {
-			a.Launched = n
-		}
+		rec := StepRecord{Step: n}
 		switch {
 		case files[answerFile]:
 			// A folder with both answer.json and vote.json counts as an answer.
@@ -234,24 +206,22 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, team coord.L
 				ans.Workspace = WorkspacePrefix(id, n)
 			}
 			a.Answers = append(a.Answers, ans)
-			coord.RecordAnswer(team, &a.Agent, n, f.SeenSteps)
-			a.History = append(a.History, coord.Cast{Step: n, Action: coord.ActionNewAnswer})
+			rec.Action, rec.Seen, rec.At = coord.ActionNewAnswer, f.SeenSteps, parseTime(f.Timestamp)
 		case files[voteFile]:
 			var f VoteFile
-			v := &coord.Vote{Voter: id, Step: n}
+			rec.Action = coord.ActionVote
 			if err := ReadJSON(ctx, st, VoteKey(id, n), &f); err != nil {
 				if err := s.problemOrFail(VoteKey(id, n), err); err != nil {
 					return a, err
 				}
-				v.Invalid = true
+				rec.Invalid = true
 			} else if f.Target == "" {
 				s.Problems = append(s.Problems, Problem{VoteKey(id, n), `no "target"; the vote counts as stale`})
-				v.Invalid = true
+				rec.Invalid = true
 			} else {
-				v.Target, v.Reason, v.SeenSteps = f.Target, f.Reason, f.SeenSteps
+				rec.Target, rec.Reason, rec.Seen = f.Target, f.Reason, f.SeenSteps
 			}
-			a.LatestStep, a.LastAction, a.Vote, a.Stop = n, coord.ActionVote, v, nil
-			a.History = append(a.History, coord.Cast{Step: n, Action: coord.ActionVote, Target: v.Target, SeenSteps: v.SeenSteps, Invalid: v.Invalid})
+			rec.At = parseTime(f.Timestamp)
 		case files[stopFile]:
 			var f StopFile
 			if err := ReadJSON(ctx, st, StopKey(id, n), &f); err != nil {
@@ -260,51 +230,67 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, team coord.L
 				}
 				continue
 			}
-			a.LatestStep, a.LastAction, a.Vote = n, coord.ActionStop, nil
-			a.Stop = &coord.Stop{Summary: f.Summary, Status: f.Status, SeenSteps: f.SeenSteps, Step: n}
-			a.History = append(a.History, coord.Cast{Step: n, Action: coord.ActionStop, SeenSteps: f.SeenSteps})
+			rec.Action, rec.Summary, rec.Status, rec.Seen, rec.At = coord.ActionStop, f.Summary, f.Status, f.SeenSteps, parseTime(f.Timestamp)
+		default:
+			// A folder without an action file: a step in progress (only
+			// the last can be), one that ended without an action (its
+			// launch.json says how), or a crash before anything was
+			// saved, whose number is used again.
+			last := i == len(nums)-1
+			ended, err := s.endedWithout(ctx, st, id, n, files, last)
+			if err != nil {
+				return a, err
+			}
+			if ended == nil {
+				continue
+			}
+			rec = *ended
 		}
-		// A folder without an action file is a step that has not finished:
-		// it is not a step yet, and its number will be reused.
-	}
-	if n := len(nums); n > 0 && nums[n-1] > a.LatestStep {
-		running, err := s.inProgress(ctx, st, id, nums[n-1], steps[nums[n-1]])
-		if err != nil {
-			return a, err
-		}
-		a.Running = running
-		if running {
-			a.RunningStep = nums[n-1]
-		}
-		// A folder without an action file is a step that never finished
-		// (a crash mid-save): it is not a step and will be reused — unless
-		// it holds launch.json (see Launched). A fenced folder never holds
-		// an action file: its launch cannot write one (Commit), so it is
-		// never a step, without reading the marker.
+		a.Steps = append(a.Steps, rec)
 	}
 	return a, nil
 }
 
-// inProgress reports whether a step folder without an action file is a
-// step in progress: its checkpoint (trace.jsonl) exists, so the step
-// started, and its launch.json does not say "fenced": true (an attempt
-// that ended without an action, or was superseded: a dead step). A
-// folder without a checkpoint never reached its first model turn's end,
-// or is a crash mid-save; it blocks nothing.
-func (s *Snapshot) inProgress(ctx context.Context, st storage.Store, id string, n int, files map[string]bool) (bool, error) {
-	if !files[traceFile] {
-		return false, nil
-	}
+// endedWithout is the record of a step folder without an action file, or
+// nil for one that holds nothing yet (its number is used again).
+func (s *Snapshot) endedWithout(ctx context.Context, st storage.Store, id string, n int, files map[string]bool, last bool) (*StepRecord, error) {
+	rec := &StepRecord{Step: n}
 	if !files[launchFile] {
-		return true, nil
+		if last && files[traceFile] {
+			rec.Running = true
+			return rec, nil
+		}
+		if last {
+			return nil, nil
+		}
+		rec.Ended = EndedGivenUp
+		return rec, nil
 	}
 	var f LaunchFile
 	if err := ReadJSON(ctx, st, LaunchKey(id, n), &f); err != nil {
 		// Unreadable: the step is taken to run, which blocks the end
 		// rather than ending it early.
-		return true, s.problemOrFail(LaunchKey(id, n), err)
+		if err := s.problemOrFail(LaunchKey(id, n), err); err != nil {
+			return nil, err
+		}
+		rec.Running = last
+		if !last {
+			rec.Ended = EndedGivenUp
+		}
+		return rec, nil
 	}
-	return !f.Fenced, nil
+	switch {
+	case f.Fenced:
+		rec.Ended, rec.Reason, rec.At = f.Ended, f.Reason, parseTime(f.Timestamp)
+		if rec.Ended == "" {
+			rec.Ended = EndedGivenUp
+		}
+	case last && files[traceFile]:
+		rec.Running = true // committed, saving its outputs
+	default:
+		rec.Ended = EndedGivenUp
+	}
+	return rec, nil
 }
 
 func hasPrefix(files map[string]bool, prefix string) bool {
@@ -368,6 +354,7 @@ func (s *Snapshot) Include(ids []string) error {
 		}
 		return s.Agents[i].ID < s.Agents[j].ID
 	})
+	s.settle()
 	return nil
 }
 
@@ -389,37 +376,5 @@ func (s *Snapshot) KeepTeam() {
 			a.ID, strings.Join(s.Info.Agents, ","), InfoKey)})
 	}
 	s.Agents = kept
-}
-
-// failuresFile is step mode's per-agent record of steps that ended without
-// an action, in a row: agents/<id>/failures.json.
-const failuresFile = "failures.json"
-
-// FailuresKey is where an agent's failures.json lives.
-func FailuresKey(agent string) string { return AgentPrefix(agent) + failuresFile }
-
-// MaxStepFailures is how many steps in a row may end without an action
-// before step mode drops the agent, as the workflow drops an agent whose
-// step failed for good: an external orchestrator's loop then ends.
-const MaxStepFailures = 3
-
-// Failures is failures.json: the steps of an agent that ended without an
-// action since its last action, and why the latest did.
-type Failures struct {
-	InARow int    `json:"in_a_row"`
-	Last   string `json:"last"`
-}
-
-// loadFailures marks an agent failed when its failures.json counts
-// MaxStepFailures steps in a row without an action.
-func (s *Snapshot) loadFailures(ctx context.Context, st storage.Store, a *Agent) error {
-	var f Failures
-	if err := ReadJSON(ctx, st, FailuresKey(a.ID), &f); err != nil {
-		return s.problemOrFail(FailuresKey(a.ID), err)
-	}
-	if f.InARow >= MaxStepFailures {
-		a.Failed = true
-		a.FailReason = fmt.Sprintf("%d steps in a row ended without an action; the last: %s", f.InARow, f.Last)
-	}
-	return nil
+	s.settle()
 }

@@ -15,8 +15,8 @@ import (
 type StepOutput struct {
 	Agent string
 	// Step is the agent's step number. Zero means "the next one" (step
-	// mode): the highest step holding an action or a launch.json, plus one
-	// (Agent.NextStep). Temporal passes the number the workflow assigned, so
+	// mode): after the agent's latest action and every number given up
+	// (coord.NextStep). Temporal passes the number the workflow assigned, so
 	// a retried activity rewrites the same keys; a fenced launch never gets
 	// here (Commit).
 	Step   int
@@ -89,7 +89,7 @@ func Save(ctx context.Context, st storage.Store, out StepOutput) (Saved, error) 
 		}
 		step = 1
 		if a, ok := snap.Agent(out.Agent); ok {
-			step = a.NextStep()
+			step = coord.NextStep(a.Agent)
 		}
 	}
 	// Leftovers of an unfinished attempt at this step must not mix with the

@@ -40,7 +40,7 @@ func TestEmptyVisibleShowsNoAnswer(t *testing.T) {
 func TestFencedStepWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	fence := func(st storage.Store) {
-		committed, err := session.Fence(ctx, st, "agent_a", 2, "7", "restart", now())
+		committed, err := session.Fence(ctx, st, "agent_a", 2, "7", "restart", "", now())
 		require.NoError(t, err)
 		require.False(t, committed)
 	}
@@ -129,7 +129,7 @@ func TestCommittedStepOutlivesTheFence(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, srv.Count())
 
-	committed, err := session.Fence(ctx, st, "agent_a", 1, "3", "restart", now())
+	committed, err := session.Fence(ctx, st, "agent_a", 1, "3", "restart", "", now())
 	require.NoError(t, err)
 	require.True(t, committed)
 

@@ -133,7 +133,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	self, _ := snap.Agent(o.Agent)
 	stepNo := o.Step
 	if stepNo == 0 {
-		stepNo = self.NextStep()
+		stepNo = coord.NextStep(self.Agent)
 	}
 	traceKey := session.TraceKey(o.Agent, stepNo)
 	data, err := got.trace, got.traceErr
