@@ -187,4 +187,3 @@ func (CancelEvaluation) decision() {}
 func (WriteInbox) decision()       {}
 func (Present) decision()          {}
 func (End) decision()              {}
-
