@@ -32,6 +32,9 @@ const pipelineAgent = "pipeline"
 // InitSession does: a run id that exists already is refused unless it is
 // this owner's, and nothing stored changes.
 func (a *Activities) InitPipeline(ctx context.Context, in contract.InitPipelineInput) (contract.InitPipelineResult, error) {
+	if err := contract.CheckPipeline(in); err != nil {
+		return contract.InitPipelineResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeInvalidInput, nil)
+	}
 	st, err := a.session(in.RunID)
 	if err != nil {
 		return contract.InitPipelineResult{}, err

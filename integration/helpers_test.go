@@ -46,6 +46,7 @@ func s3Store(t *testing.T, m *testenv.MinIO, prefix string) (storage.Store, stri
 	url := m.URL("conclave", prefix)
 	st, err := storage.Open(context.Background(), url)
 	require.NoError(t, err)
+	agreeAtCleanup(t, st)
 	return st, url
 }
 

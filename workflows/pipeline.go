@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/conclave-ai/conclave/contract"
-	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 )
@@ -59,7 +58,7 @@ func (in *PipelineInput) UnmarshalJSON(data []byte) error {
 func Pipeline(ctx workflow.Context, in PipelineInput) (contract.PipelineResult, error) {
 	info := workflow.GetInfo(ctx)
 	runID := info.WorkflowExecution.ID
-	if err := checkPipelineInput(in, runID); err != nil {
+	if err := checkPipelineInput(in); err != nil {
 		return contract.PipelineResult{}, err
 	}
 	p := &pipelineRun{in: in, runID: runID, graph: in.Definition.Graph, state: pipeline.Begin(in.Definition.Graph), status: PipelineRunning}
@@ -83,37 +82,13 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (contract.PipelineResult, 
 	return p.finish(ctx)
 }
 
-func checkPipelineInput(in PipelineInput, runID string) error {
+// checkPipelineInput reports an input that cannot be decoded, or whose own
+// settings are out of range. The definition and input are checked by
+// InitPipeline, whose result is in history (contract.CheckPipeline).
+func checkPipelineInput(in PipelineInput) error {
+	var problems []string
 	if in.decodeErr != "" {
-		return temporal.NewNonRetryableApplicationError("invalid pipeline input: "+in.decodeErr, contract.ErrTypeInvalidInput, nil)
-	}
-	problems := backendProblems(in.Definition)
-	problems = append(problems, contract.PipelineSizeProblems(in.Definition, in.Input)...)
-	if strings.TrimSpace(in.Input) == "" {
-		problems = append(problems, `input: required; say what the pipeline should work on, e.g. {"input": "Build the landing page", "definition": {…}}`)
-	}
-	for _, s := range in.Definition.Graph.Steps {
-		switch {
-		case s.Kind == pipeline.KindCoordination && s.Team != nil:
-			team := *s.Team
-			team.ApplyDefaults()
-			// Validate sorts the prices' keys before use: deterministic.
-			//workflowcheck:ignore
-			if err := team.Validate(); err != nil {
-				problems = append(problems, fmt.Sprintf("step %q: team: %s", s.Name, strings.ReplaceAll(err.Error(), "\n", "; ")))
-			}
-		case s.Kind != pipeline.KindCoordination && s.Backend == nil && in.Definition.Backend == nil:
-			problems = append(problems, fmt.Sprintf("step %q: no backend, and definition.backend (the default) is not set", s.Name))
-		}
-	}
-	if !contract.ValidSessionID(runID) {
-		problems = append(problems, fmt.Sprintf("the workflow id %q cannot name a storage folder; use letters, digits, '.', '_' or '-'", runID))
-	}
-	if err := in.Definition.Graph.Validate(); err != nil {
-		problems = append(problems, "definition.graph: "+strings.ReplaceAll(err.Error(), "\n", "; "))
-	}
-	if in.ResumeFrom != "" && (!contract.ValidSessionID(in.ResumeFrom) || in.ResumeFrom == runID) {
-		problems = append(problems, fmt.Sprintf("resume_from: %q must be the id of another, earlier run", in.ResumeFrom))
+		problems = append(problems, in.decodeErr)
 	}
 	if in.StepHeartbeatSeconds < 0 {
 		problems = append(problems, "step_heartbeat_seconds: must be positive or left out")
@@ -155,6 +130,10 @@ func (p *pipelineRun) init(ctx workflow.Context) error {
 	}).Get(ctx, &res)
 	if err != nil {
 		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.Type() == contract.ErrTypeInvalidInput {
+			p.initFailed = true // nothing was stored: the run has no folder to write
+			return temporal.NewNonRetryableApplicationError(app.Message(), contract.ErrTypeInvalidInput, nil)
+		}
 		p.initFailed = errors.As(err, &app) && app.Type() == contract.ErrTypeSessionOwned
 		return p.end(ctx, string(pipeline.Error), "init: "+failureMessage(err))
 	}
@@ -360,24 +339,3 @@ func failureMessage(err error) string {
 	return err.Error()
 }
 
-// backendProblems validates the pipeline's default backend and every
-// step's as a session config's backends are (config.ValidateBackend), so
-// a workflow started with any client is held to what the CLI checks.
-func backendProblems(d contract.PipelineDefinition) []string {
-	var problems []string
-	check := func(path string, b *config.Backend) {
-		if b == nil {
-			return
-		}
-		// ValidateBackend sorts extra_body's keys before use: deterministic.
-		//workflowcheck:ignore
-		if err := config.ValidateBackend(path, *b); err != nil {
-			problems = append(problems, "definition."+strings.ReplaceAll(err.Error(), "\n", "; definition."))
-		}
-	}
-	check("backend", d.Backend)
-	for i, s := range d.Graph.Steps {
-		check(fmt.Sprintf("graph.steps[%d].backend", i), s.Backend)
-	}
-	return problems
-}

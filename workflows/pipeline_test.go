@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/conclave-ai/conclave/activities"
 	"github.com/conclave-ai/conclave/contract"
@@ -225,9 +226,22 @@ func TestPipelineModelRejectsKey(t *testing.T) {
 	require.Equal(t, 1, h.srv.Count(), "a rejected key is not retried")
 }
 
-func TestPipelineRejectsBadInput(t *testing.T) {
+// checkingPipelineEnv is a workflow environment whose InitPipeline only
+// checks the run's input, as the real one does before storing anything.
+func checkingPipelineEnv() *testsuite.TestWorkflowEnvironment {
 	env := quietSuite().NewTestWorkflowEnvironment()
 	Register(env)
+	env.RegisterActivityWithOptions(func(_ context.Context, in contract.InitPipelineInput) (contract.InitPipelineResult, error) {
+		if err := contract.CheckPipeline(in); err != nil {
+			return contract.InitPipelineResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeInvalidInput, nil)
+		}
+		return contract.InitPipelineResult{}, temporal.NewNonRetryableApplicationError("a valid input got through", "Test", nil)
+	}, activity.RegisterOptions{Name: contract.NameInitPipeline})
+	return env
+}
+
+func TestPipelineRejectsBadInput(t *testing.T) {
+	env := checkingPipelineEnv()
 	g := pipeline.Graph{Start: "nowhere", Steps: []pipeline.Step{{Name: "a", Prompt: "A", Next: "b"}}}
 	env.ExecuteWorkflow(contract.PipelineName, PipelineInput{Definition: contract.PipelineDefinition{Graph: g}})
 	err := env.GetWorkflowError()
@@ -337,8 +351,7 @@ func TestPipelineBadInputTable(t *testing.T) {
 		{"huge input", `{"input":"` + strings.Repeat("i", 100<<10) + `","definition":{"graph":{"start":"a","steps":[` + step + `]},` + backend + `}}`, "input: 102400 bytes (100.0 KiB); at most 65536 bytes (64.0 KiB) is allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := quietSuite().NewTestWorkflowEnvironment()
-			Register(env)
+			env := checkingPipelineEnv()
 			env.ExecuteWorkflow(contract.PipelineName, json.RawMessage(tc.input))
 			require.True(t, env.IsWorkflowCompleted())
 			err := env.GetWorkflowError()
