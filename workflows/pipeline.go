@@ -338,4 +338,3 @@ func failureMessage(err error) string {
 	}
 	return err.Error()
 }
-
