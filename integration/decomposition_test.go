@@ -129,7 +129,8 @@ func TestDecomposition(t *testing.T) {
 		assert.LessOrEqual(t, len(p.reqs), 40)
 	})
 
-	// Every agent stops without answering: PresentFailed, no invented answer.
+	// Every agent stops without answering: NoAnswers before any presentation,
+	// no invented answer.
 	t.Run("all stop without answering", func(t *testing.T) {
 		fn := func(r llmtest.Request) llmtest.Reply {
 			if presenting(r) {
@@ -139,7 +140,7 @@ func TestDecomposition(t *testing.T) {
 		}
 		p := e.run(t, "d-allstop", decompYAML("BASEURL", "coordination_mode: decomposition", subtasks(abc...)), fn, nil)
 		require.Error(t, p.err, "session fails")
-		assert.Contains(t, p.err.Error(), "PresentFailed")
+		assert.Contains(t, p.err.Error(), "NoAnswers")
 		assert.Empty(t, p.presentations(), "no presentation model call")
 		assert.LessOrEqual(t, len(p.reqs), 3, "each agent stops once; nothing is stale")
 		assert.True(t, p.hasStat)
@@ -162,7 +163,7 @@ func TestDecomposition(t *testing.T) {
 		}
 		p := e.run(t, "d-allblocked", decompYAML("BASEURL", "coordination_mode: decomposition", subtasks("agent_a", "agent_b")), fn, nil)
 		require.Error(t, p.err)
-		assert.Contains(t, p.err.Error(), "PresentFailed")
+		assert.Contains(t, p.err.Error(), "NoAnswers")
 		assert.Empty(t, p.presentations())
 		assert.Equal(t, "failed", p.status.Phase)
 		assert.Equal(t, "failed", p.cli.Phase, p.cliOut)

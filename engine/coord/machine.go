@@ -441,6 +441,12 @@ func (m *Machine) decided() []Decision {
 		return m.stop(StopDecided)
 	}
 	s.Stopping = ""
+	if s.Verdict.Status != StatusFailed && TotalAnswers(s.Ledger) == 0 {
+		// Agents that all stopped (or voted) without an answer leave
+		// nothing to present: a presenter would have to invent one.
+		s.Verdict = Verdict{Done: true, Status: StatusFailed,
+			Reason: "coordination ended without any answer to present: every agent stopped without submitting one; check the agents' prompts and the task"}
+	}
 	if s.Verdict.Status == StatusFailed {
 		cause := CauseNoAnswers
 		if Alive(s.Ledger) == 0 {
