@@ -27,6 +27,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 	"github.com/conclave-ai/conclave/internal/testenv"
 	"github.com/conclave-ai/conclave/serve"
@@ -52,7 +53,7 @@ const (
 
 func secretOf(k string) string { _, s, _ := strings.Cut(k, ":"); return s }
 
-func startServeEnv(t *testing.T) *serveEnv {
+func startServeEnv(t testing.TB) *serveEnv {
 	t.Helper()
 	temporal := testenv.StartTemporal(t)
 	minio := testenv.StartMinIO(t)
@@ -74,7 +75,8 @@ func startServeEnv(t *testing.T) *serveEnv {
 		}
 		return rep
 	}))
-	st, _ := s3Store(t, minio, "sessions")
+	st, err := storage.Open(context.Background(), minio.URL("conclave", "sessions"))
+	require.NoError(t, err)
 	c := temporal.Client(t)
 	w := worker.New(c, worker.Options{Store: st, Namespace: "default", HeartbeatEvery: time.Second})
 	require.NoError(t, w.Start())
@@ -89,7 +91,7 @@ func startServeEnv(t *testing.T) *serveEnv {
 }
 
 // serveInProcess runs serve.Server on a loopback port with the given keys.
-func (e *serveEnv) serveInProcess(t *testing.T, perKey int, keys ...string) string {
+func (e *serveEnv) serveInProcess(t testing.TB, perKey int, keys ...string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "team.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(e.teamYAML), 0o600))
