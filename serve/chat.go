@@ -12,7 +12,7 @@ var chatFields = []string{"model", "messages", "stream", "max_tokens", "max_comp
 // other, so a client that disconnects leaves it going; its id (the
 // completion's id) reads it back from /v1/responses/{id}.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request, c caller) {
-	fields, err := readBody(r, chatFields, ignoredFields)
+	fields, err := readBody(w, r, chatFields, ignoredFields)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -44,6 +44,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, c caller) {
 	if maxCompletion != 0 {
 		maxTokens, tokensParam = maxCompletion, "max_completion_tokens"
 	}
+	done, err := s.follow(c.key)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer done()
 	run, err := s.start(r.Context(), c, model, conv, maxTokens, tokensParam)
 	if err != nil {
 		writeError(w, err)

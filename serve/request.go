@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
@@ -73,8 +74,11 @@ func errorBody(e *apiError) map[string]any {
 // top-level fields. A field the endpoint does not know is refused by name:
 // the team's settings (storage, secrets, tools, MCP servers…) are the
 // operator's, never the request's.
-func readBody(r *http.Request, known, ignored []string) (map[string]json.RawMessage, error) {
+func readBody(w http.ResponseWriter, r *http.Request, known, ignored []string) (map[string]json.RawMessage, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	data, err := io.ReadAll(r.Body)
+	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

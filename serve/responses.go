@@ -96,8 +96,13 @@ func (s *Server) response(r *run, t *tracker, reasoning string) map[string]any {
 			"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "total_tokens": u.InputTokens + u.OutputTokens,
 			"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
 		},
-		"conclave": t.metadata(r.id),
+		"conclave": withMetaStatus(t.metadata(r.id), state),
 	}
+}
+
+func withMetaStatus(m metadata, state string) metadata {
+	m.Status = state
+	return m
 }
 
 func messageItem(id, text, status string) map[string]any {
@@ -106,7 +111,7 @@ func messageItem(id, text, status string) map[string]any {
 }
 
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, c caller) {
-	fields, err := readBody(r, responseFields, ignoredFields)
+	fields, err := readBody(w, r, responseFields, ignoredFields)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -148,6 +153,14 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, c caller
 	if len(conv) > s.opts.MaxMessages {
 		writeError(w, badRequest("input", "the conversation has %d messages, over this server's limit of %d; start a new one", len(conv), s.opts.MaxMessages))
 		return
+	}
+	if req.stream || !req.background {
+		done, err := s.follow(c.key)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		defer done()
 	}
 	run, err := s.start(r.Context(), c, req.model, conv, req.maxTokens, "max_output_tokens")
 	if err != nil {
@@ -220,7 +233,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request, c caller) {
 	stream, _ := strconv.ParseBool(q.Get("stream"))
 	if r.ContentLength != 0 {
 		// openai-go's GetStreaming asks with a JSON body {"stream": true}.
-		fields, err := readBody(r, []string{"stream"}, nil)
+		fields, err := readBody(w, r, []string{"stream"}, nil)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -240,6 +253,12 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request, c caller) {
 				return
 			}
 		}
+		done, err := s.follow(c.key)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		defer done()
 		s.streamResponse(w, r, run, after)
 		return
 	}

@@ -120,6 +120,23 @@ func (s *Server) acquire(key, id string) error {
 	return nil
 }
 
+// follow takes one of the key's slots for a request that holds its
+// connection open while a run goes on; the caller calls the release.
+func (s *Server) follow(key string) (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.streams[key]; n >= s.opts.MaxStreamsPerKey {
+		return nil, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_exceeded", code: "rate_limit_exceeded",
+			msg: fmt.Sprintf("this API key has %d streams or waiting requests open, its limit; close one, or use background runs and poll", n)}
+	}
+	s.streams[key]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.streams[key]--
+	}, nil
+}
+
 func (s *Server) release(key, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -33,6 +33,12 @@ const (
 	DefaultMaxMessages     = 256
 	DefaultMaxRunsPerKey   = 4
 	DefaultMaxRuns         = 64
+	// DefaultMaxStreamsPerKey bounds the requests of one key that follow
+	// a run (streams and foreground waits), each a connection held open.
+	DefaultMaxStreamsPerKey = 16
+	// bodyReadTimeout bounds reading a request body, so a client sending
+	// slowly cannot hold a connection; streaming answers have no limit.
+	bodyReadTimeout = 30 * time.Second
 )
 
 // Team is one model id the server offers: a team of agents from the
@@ -64,10 +70,11 @@ type Options struct {
 	// ConclaveServeKey search attribute (it must be registered).
 	KeySearchAttribute bool
 
-	MaxRequestBytes int64 // a request body over this is refused (413) while it is read
-	MaxMessages     int   // messages in one request
-	MaxRunsPerKey   int   // runs of one key not yet ended
-	MaxRuns         int   // runs of the whole server not yet ended (503 beyond)
+	MaxRequestBytes  int64 // a request body over this is refused (413) while it is read
+	MaxMessages      int   // messages in one request
+	MaxRunsPerKey    int   // runs of one key not yet ended
+	MaxRuns          int   // runs of the whole server not yet ended (503 beyond)
+	MaxStreamsPerKey int   // open streams and foreground waits per key (429 beyond)
 
 	// Logger gets one line per request (never its messages at info).
 	Logger *slog.Logger
@@ -84,6 +91,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	running map[string]map[string]bool // key name → workflow ids not yet ended
+	streams map[string]int             // key name → requests following a run
 	ctx     context.Context            // ends the run watchers
 	stop    context.CancelFunc
 }
@@ -114,7 +122,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.MaxRuns <= 0 {
 		opts.MaxRuns = DefaultMaxRuns
 	}
-	s := &Server{opts: opts, dc: opts.DataConverter, teams: map[string]Team{}, log: opts.Logger, running: map[string]map[string]bool{}}
+	if opts.MaxStreamsPerKey <= 0 {
+		opts.MaxStreamsPerKey = DefaultMaxStreamsPerKey
+	}
+	s := &Server{opts: opts, dc: opts.DataConverter, teams: map[string]Team{}, log: opts.Logger, running: map[string]map[string]bool{}, streams: map[string]int{}}
 	if s.dc == nil {
 		s.dc = converter.GetDefaultDataConverter()
 	}
@@ -130,7 +141,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	names := map[string]bool{}
 	for _, k := range opts.Keys {
 		if err := checkKey(k); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("serve: %w", err)
 		}
 		if names[k.Name] {
 			return nil, fmt.Errorf("serve: two API keys are named %q; give each key its own name", k.Name)
@@ -161,10 +172,25 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/responses/{id}", s.authed(s.getResponse))
 	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.authed(s.cancelResponse))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if known(r.URL.Path) {
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed",
+				msg: fmt.Sprintf("%s does not answer %s; see docs/serve.md for the methods of each endpoint", r.URL.Path, r.Method)})
+			return
+		}
 		writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found",
 			msg: fmt.Sprintf("%s %s is not an endpoint of this server; see GET /v1/models, POST /v1/chat/completions and /v1/responses", r.Method, r.URL.Path)})
 	})
 	return mux
+}
+
+// known tells whether path is an endpoint (for 405 against 404).
+func known(path string) bool {
+	switch path {
+	case "/health", "/v1/models", "/v1/chat/completions", "/v1/responses":
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "/v1/responses/")
+	return ok && rest != "" && strings.Count(rest, "/") <= 1
 }
 
 // caller is who made a request: the name of the key it presented ("" when
@@ -199,6 +225,9 @@ func (s *Server) authenticate(r *http.Request) (caller, bool) {
 	}
 	auth := r.Header.Get("Authorization")
 	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ") {
+		token, ok = auth[7:], true // the scheme is case-insensitive (RFC 9110)
+	}
 	if !ok || token == "" {
 		return caller{}, false
 	}
@@ -282,10 +311,10 @@ func isLoopback(host string) bool {
 // checkKey refuses keys that are empty or too short to be secret.
 func checkKey(k Key) error {
 	if !validKeyName(k.Name) {
-		return fmt.Errorf("serve: API key name %q: use 1-64 letters, digits, '.', '_' or '-', written NAME:KEY", k.Name)
+		return fmt.Errorf("API key name %q: use 1-64 letters, digits, '.', '_' or '-', written NAME:KEY", k.Name)
 	}
 	if len(k.Secret) < 16 {
-		return fmt.Errorf("serve: API key %q is shorter than 16 characters; use a long random key (e.g. openssl rand -hex 32)", k.Name)
+		return fmt.Errorf("API key %q is shorter than 16 characters; use a long random key (e.g. openssl rand -hex 32)", k.Name)
 	}
 	return nil
 }

@@ -32,8 +32,8 @@ func testServer(t *testing.T, keys ...Key) *Server {
 	require.NoError(t, os.WriteFile(path, []byte(teamYAML), 0o600))
 	team, _, err := LoadTeam(path)
 	require.NoError(t, err)
-	s := &Server{opts: Options{MaxRequestBytes: 1 << 10, MaxMessages: 3, MaxRunsPerKey: 1, MaxRuns: 2, Teams: []Team{team}},
-		dc: converter.GetDefaultDataConverter(), teams: map[string]Team{team.Name: team}, log: slog.New(slog.DiscardHandler), running: map[string]map[string]bool{}}
+	s := &Server{opts: Options{MaxRequestBytes: 1 << 10, MaxMessages: 3, MaxRunsPerKey: 1, MaxRuns: 2, MaxStreamsPerKey: 1, Teams: []Team{team}},
+		dc: converter.GetDefaultDataConverter(), teams: map[string]Team{team.Name: team}, log: slog.New(slog.DiscardHandler), running: map[string]map[string]bool{}, streams: map[string]int{}}
 	for _, k := range keys {
 		s.keys = append(s.keys, keyHash{name: k.Name, sum: sha256.Sum256([]byte(k.Secret))})
 	}
@@ -86,6 +86,7 @@ func TestRequestsRefusedBeforeAnyRun(t *testing.T) {
 		{"no input", alice.Secret, "/v1/responses", `{"model":"team"}`, 400, "input is required"},
 		{"bad id", alice.Secret, "/v1/responses/a%2Fb", "", 404, "no response"},
 		{"unknown path", alice.Secret, "/v1/embeddings", "", 404, "not an endpoint"},
+		{"wrong method", alice.Secret, "/v1/chat/completions", "", 405, "does not answer GET"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			method := http.MethodPost
@@ -99,6 +100,13 @@ func TestRequestsRefusedBeforeAnyRun(t *testing.T) {
 	}
 	status, v := do(t, h, http.MethodGet, "/v1/models", alice.Secret, "")
 	require.Equal(t, 200, status)
+	status, _ = do(t, h, http.MethodGet, "/v1/models", "", "")
+	require.Equal(t, 401, status)
+	req := httptest.NewRequest(http.MethodGet, "/v1/models", nil)
+	req.Header.Set("Authorization", "bearer "+alice.Secret)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(t, 200, rec.Code, "the scheme is case-insensitive")
 	require.Equal(t, "team", v["data"].([]any)[0].(map[string]any)["id"])
 }
 
@@ -113,6 +121,16 @@ func TestCaps(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, err.(*apiError).status)
 	s.release("a", "r1")
 	require.NoError(t, s.acquire("a", "r5"))
+
+	done, err := s.follow("a")
+	require.NoError(t, err)
+	_, err = s.follow("a")
+	require.ErrorContains(t, err, "1 streams or waiting requests open")
+	_, err = s.follow("b")
+	require.NoError(t, err, "another key has its own")
+	done()
+	_, err = s.follow("a")
+	require.NoError(t, err)
 }
 
 func TestCheckListen(t *testing.T) {

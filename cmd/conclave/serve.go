@@ -110,6 +110,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().Int64Var(&opts.MaxRequestBytes, "max-request-bytes", serve.DefaultMaxRequestBytes, "largest request body; larger ones get 413")
 	cmd.Flags().IntVar(&opts.MaxMessages, "max-messages", serve.DefaultMaxMessages, "most messages in one conversation")
 	cmd.Flags().IntVar(&opts.MaxRunsPerKey, "max-runs-per-key", serve.DefaultMaxRunsPerKey, "runs in progress per API key; more get 429")
+	cmd.Flags().IntVar(&opts.MaxStreamsPerKey, "max-streams-per-key", serve.DefaultMaxStreamsPerKey, "open streams and foreground waits per API key; more get 429")
 	cmd.Flags().IntVar(&opts.MaxRuns, "max-runs", serve.DefaultMaxRuns, "runs in progress for the whole server; more get 503")
 	return cmd
 }
