@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -37,8 +38,9 @@ import (
 
 // serveEnv is `conclave serve`'s world: a dev server, MinIO, a worker and
 // the scripted model. The team of two agents answers, votes for agent1
-// (agent_a), and its presenter says "FINAL ANSWER"; a task with SLOW in it
-// makes every model call take a while, so a test can act mid-run.
+// (agent_a), and its presenter says "FINAL ANSWER"; a task with SLOW (or
+// VERYSLOW) in it makes every model call take a while, so a test can act
+// mid-run.
 type serveEnv struct {
 	temporal *testenv.Temporal
 	c        client.Client
@@ -70,7 +72,10 @@ func startServeEnv(t testing.TB) *serveEnv {
 		default:
 			rep = call("new_answer", map[string]string{"content": "an answer from " + agentOf(r.Model)})
 		}
-		if r.Contains("SLOW") {
+		switch {
+		case r.Contains("VERYSLOW"):
+			rep.Delay += 2 * time.Second
+		case r.Contains("SLOW"):
 			rep.Delay += 700 * time.Millisecond
 		}
 		return rep
@@ -275,6 +280,23 @@ func TestServe(t *testing.T) {
 		require.Contains(t, want[len(want)-1], "response.completed")
 	})
 
+	t.Run("a chat client that disconnects leaves its run, which GET /v1/responses/{id} reads", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions",
+			strings.NewReader(`{"model":"team","stream":true,"messages":[{"role":"user","content":"SLOW then hang up"}]}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+secretOf(keyBob))
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		var first struct{ ID string }
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &first))
+		require.NoError(t, resp.Body.Close()) // the client goes away mid-run
+		done := waitDone(t, openaiClient(base, secretOf(keyBob)), first.ID)
+		require.Equal(t, responses.ResponseStatus("completed"), done.Status)
+		require.Equal(t, "FINAL ANSWER from the team", done.OutputText())
+	})
+
 	t.Run("the openai npm client: chat, streamed chat with a follow-up, background and poll", func(t *testing.T) {
 		env.nodeClient(t, base)
 	})
@@ -418,8 +440,9 @@ func thousandMessages() []byte {
 }
 
 // TestServeRestart SIGKILLs the serve process during a background run and
-// starts it again: the run completes, GET returns it, and the event stream
-// read across the restart is whole.
+// starts it again: the new process counts the run against its key's cap,
+// the run completes, GET returns it, and the event stream read across the
+// restart is whole.
 func TestServeRestart(t *testing.T) {
 	env := startServeEnv(t)
 	bin := conclaveBinary(t)
@@ -430,7 +453,7 @@ func TestServeRestart(t *testing.T) {
 	listen := fmt.Sprintf("127.0.0.1:%d", port)
 	base := "http://" + listen
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", listen, "--address", env.temporal.HostPort)
+		cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", listen, "--address", env.temporal.HostPort, "--max-runs-per-key", "1")
 		cmd.Env = append(os.Environ(), "CONCLAVE_API_KEYS="+keyAlice)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -456,7 +479,7 @@ func TestServeRestart(t *testing.T) {
 	p := start()
 	oc := openaiClient(base, secretOf(keyAlice))
 	created, err := oc.Responses.New(context.Background(), responses.ResponseNewParams{
-		Model: "crew", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("SLOW survive a restart")}, Background: openai.Bool(true),
+		Model: "crew", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("VERYSLOW survive a restart")}, Background: openai.Bool(true),
 	})
 	require.NoError(t, err)
 	// Read the stream until the first answer, then kill serve under it.
@@ -470,6 +493,11 @@ func TestServeRestart(t *testing.T) {
 	}
 	stream.Close()
 	start()
+	// The new process counted the run still going against the key's cap.
+	_, err = oc.Responses.New(context.Background(), responses.ResponseNewParams{
+		Model: "crew", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("one too many")}, Background: openai.Bool(true),
+	})
+	requireAPIStatus(t, err, 429)
 	done := waitDone(t, oc, created.ID)
 	require.Equal(t, responses.ResponseStatus("completed"), done.Status)
 	require.Equal(t, "FINAL ANSWER from the team", done.OutputText())
