@@ -151,8 +151,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if err := s.recoverRunning(ctx); err != nil {
-		s.stop()
-		return nil, err
+		// A namespace without list queries still serves; only the runs an
+		// earlier process started escape the caps until they end.
+		s.log.Warn("the runs in progress could not be counted; the per-key caps count only the runs this process starts", "error", err)
 	}
 	return s, nil
 }
