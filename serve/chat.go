@@ -77,6 +77,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	sse := newSSE(w)
+	defer sse.keepAlive(keepAliveEvery)()
 	chunk := func(delta map[string]any, finish any) map[string]any {
 		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}

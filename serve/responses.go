@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -309,6 +308,7 @@ func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request, c caller
 // close it. Every event's number is derived from the history alone.
 func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, run *run, after int64) {
 	sse := newSSE(w)
+	defer sse.keepAlive(keepAliveEvery)()
 	var seq int64
 	emit := func(v map[string]any) error {
 		defer func() { seq++ }()
@@ -364,44 +364,4 @@ func withStatus(resp map[string]any, status string) map[string]any {
 	}
 	c["status"] = status
 	return c
-}
-
-// sse writes server-sent events, flushing each, so a client sees every
-// event when it happens.
-type sse struct {
-	w       http.ResponseWriter
-	started bool
-}
-
-func newSSE(w http.ResponseWriter) *sse { return &sse{w: w} }
-
-func (e *sse) begin() {
-	if e.started {
-		return
-	}
-	h := e.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	e.w.WriteHeader(http.StatusOK)
-	e.started = true
-}
-
-func (e *sse) send(v any) error {
-	e.begin()
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(e.w, "data: %s\n\n", data); err != nil {
-		return err
-	}
-	http.NewResponseController(e.w).Flush() //nolint:errcheck // a writer that cannot flush still delivers at the end
-	return nil
-}
-
-func (e *sse) done() {
-	e.begin()
-	_, _ = fmt.Fprint(e.w, "data: [DONE]\n\n")
-	_ = http.NewResponseController(e.w).Flush()
 }

@@ -88,6 +88,11 @@ func (s *Server) startWorkflow(ctx context.Context, c caller, model string, conv
 	if _, err := s.opts.Client.ExecuteWorkflow(startCtx, opts, contract.CoordinationName, in); err != nil {
 		s.release(c.key, id)
 		s.log.Warn("start failed", "key", c.key, "model", model, "error", err)
+		var invalid *serviceerror.InvalidArgument
+		if errors.As(err, &invalid) {
+			// Temporal's own limits (payload and memo sizes) are the request's fault.
+			return "", badRequest("", "Temporal refused the run: %s; send a shorter conversation", invalid.Message)
+		}
 		return "", &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "start_failed",
 			msg: "the run could not be started on Temporal; try again shortly (the operator's log has the cause)"}
 	}

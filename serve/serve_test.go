@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -254,4 +255,27 @@ func TestTrackerLinesComeFromHistoryAlone(t *testing.T) {
 	}
 	running, _ := read(events[:6])
 	require.Equal(t, coord.Usage{InputTokens: 10, OutputTokens: 2}, running.total(), "in progress: the steps recorded so far")
+}
+
+// signalWriter tells each write, so a test waits on a write, not a clock.
+type signalWriter struct {
+	*httptest.ResponseRecorder
+	wrote chan string
+}
+
+func (w signalWriter) Write(b []byte) (int, error) {
+	w.wrote <- string(b)
+	return w.ResponseRecorder.Write(b)
+}
+
+func TestKeepAliveOnAnIdleStream(t *testing.T) {
+	w := signalWriter{httptest.NewRecorder(), make(chan string, 16)}
+	e := newSSE(w)
+	stop := e.keepAlive(time.Millisecond)
+	require.Equal(t, ": keep-alive\n\n", <-w.wrote)
+	stop()
+	require.NoError(t, e.send(map[string]int{"n": 1}))
+	require.Equal(t, "text/event-stream", w.Header().Get("Content-Type"))
+	require.True(t, strings.HasSuffix(w.Body.String(), "data: {\"n\":1}\n\n"))
+	require.Equal(t, 200, w.Code)
 }
