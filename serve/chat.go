@@ -5,7 +5,7 @@ import (
 	"net/http"
 )
 
-var chatFields = []string{"model", "messages", "stream", "max_tokens", "max_completion_tokens"}
+var chatFields = []string{"model", "messages", "stream", "max_tokens", "max_completion_tokens", "n"}
 
 // chat answers /v1/chat/completions: the conversation's last user message
 // is the task, the earlier ones its context. The run is a workflow like any
@@ -20,11 +20,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, c caller) {
 	var model string
 	var stream bool
 	var maxTokens, maxCompletion int
-	for name, v := range map[string]any{"model": &model, "stream": &stream, "max_tokens": &maxTokens, "max_completion_tokens": &maxCompletion} {
+	n := 1
+	for name, v := range map[string]any{"model": &model, "stream": &stream, "max_tokens": &maxTokens, "max_completion_tokens": &maxCompletion, "n": &n} {
 		if err := field(fields, name, v); err != nil {
 			writeError(w, err)
 			return
 		}
+	}
+	if n != 1 {
+		writeError(w, badRequest("n", "n must be 1: a team gives one final answer per run"))
+		return
 	}
 	if model == "" {
 		writeError(w, badRequest("model", "model is required: one of the teams GET /v1/models lists"))

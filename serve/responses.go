@@ -16,7 +16,7 @@ import (
 // accepts and ignores (sampling settings are the team's).
 var (
 	responseFields = []string{"model", "input", "instructions", "previous_response_id", "background", "stream", "max_output_tokens"}
-	ignoredFields  = []string{"temperature", "top_p", "user", "metadata", "store", "stream_options", "n", "presence_penalty", "frequency_penalty", "seed", "parallel_tool_calls", "truncation"}
+	ignoredFields  = []string{"temperature", "top_p", "user", "metadata", "store", "stream_options", "presence_penalty", "frequency_penalty", "seed", "parallel_tool_calls", "truncation"}
 )
 
 // metadata is what a run adds to OpenAI's shapes, MassGen's
