@@ -418,7 +418,7 @@ func TestServeRestart(t *testing.T) {
 
 type eventStream = *ssestream.Stream[responses.ResponseStreamEventUnion]
 
-// readEvents reads a Responses event stream as "seq type delta" lines, up
+// readEvents reads a Responses event stream as "seq event-json" lines, up
 // to the first delta containing stop, else to the end, which must be clean
 // unless cut (the server was killed under it). It returns the lines and
 // the last sequence number read.
@@ -428,7 +428,7 @@ func readEvents(t *testing.T, s eventStream, stop string, cut ...bool) ([]string
 	last := int64(-1)
 	for s.Next() {
 		ev := s.Current()
-		lines = append(lines, fmt.Sprintf("%d %s %s", ev.SequenceNumber, ev.Type, ev.Delta))
+		lines = append(lines, fmt.Sprintf("%d %s", ev.SequenceNumber, ev.RawJSON()))
 		last = ev.SequenceNumber
 		if stop != "" && strings.Contains(ev.Delta, stop) {
 			return lines, last

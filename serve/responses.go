@@ -75,6 +75,11 @@ func (s *Server) response(r *run, t *tracker, reasoning string) map[string]any {
 	if t.end != nil {
 		state = t.end.state
 	}
+	return s.responseAs(r, t, reasoning, state)
+}
+
+// responseAs is the response object in a given state.
+func (s *Server) responseAs(r *run, t *tracker, reasoning, state string) map[string]any {
 	u := t.total()
 	out := []any{}
 	if reasoning != "" {
@@ -318,12 +323,13 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, run *run
 		v["sequence_number"] = seq
 		return sse.send(v)
 	}
-	opening := s.response(run, newTracker(s.dc), "")
-	opening["status"] = "queued"
+	// The opening events describe the run as it began, whenever they are
+	// read, so a reader sees the same events 0 and 1 after a reconnect.
+	begun := newTracker(s.dc)
 	rsID, msgID := "rs_"+run.id, "msg_"+run.id
 	if err := errors.Join(
-		emit(map[string]any{"type": "response.created", "response": opening}),
-		emit(map[string]any{"type": "response.in_progress", "response": withStatus(opening, "in_progress")}),
+		emit(map[string]any{"type": "response.created", "response": s.responseAs(run, begun, "", "queued")}),
+		emit(map[string]any{"type": "response.in_progress", "response": s.responseAs(run, begun, "", "in_progress")}),
 		emit(map[string]any{"type": "response.output_item.added", "output_index": 0,
 			"item": map[string]any{"type": "reasoning", "id": rsID, "summary": []any{}, "content": []any{}}}),
 	); err != nil {
@@ -355,13 +361,4 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, run *run
 		emit(map[string]any{"type": "response.completed", "response": final}),
 	)
 	sse.done()
-}
-
-func withStatus(resp map[string]any, status string) map[string]any {
-	c := make(map[string]any, len(resp))
-	for k, v := range resp {
-		c[k] = v
-	}
-	c["status"] = status
-	return c
 }
