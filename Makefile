@@ -25,7 +25,8 @@ GO_TEST_FLAGS ?= -count=1 -timeout 30m
 FUZZTIME ?= 5s
 FUZZ_TARGETS := ./engine/coord:FuzzMachine ./engine/coord:FuzzStaleMonotonic ./engine/coord:FuzzDecide ./engine/coord:FuzzPermutation \
                 ./engine/config:FuzzParse ./engine/storage:FuzzValidKey \
-                ./engine/tools:FuzzWorkspacePath ./engine/tools:FuzzParseVote ./engine/pipeline:FuzzNext
+                ./engine/tools:FuzzWorkspacePath ./engine/tools:FuzzParseVote ./engine/pipeline:FuzzNext \
+                ./serve:FuzzParseMessages
 
 all: build
 

@@ -280,3 +280,33 @@ func TestKeepAliveOnAnIdleStream(t *testing.T) {
 	require.True(t, strings.HasSuffix(w.Body.String(), "data: {\"n\":1}\n\n"))
 	require.Equal(t, 200, w.Code)
 }
+
+// FuzzParseMessages: whatever a client sends, the parser returns a clear
+// error or a conversation that ends in a non-empty user message and fits
+// the limit, and a task built from it is never larger than a task may be.
+func FuzzParseMessages(f *testing.F) {
+	for _, seed := range []string{
+		`[{"role":"user","content":"hi"}]`,
+		`[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"input_text","text":"b"}]}]`,
+		`[{"role":"tool","content":"x"}]`, `[]`, `{}`, `[{"role":"user","content":null}]`, `[{"type":"function_call"}]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		conv, err := parseMessages(data, "messages", 8)
+		if err != nil {
+			var e *apiError
+			require.ErrorAs(t, err, &e)
+			require.NotEmpty(t, e.msg)
+			return
+		}
+		require.LessOrEqual(t, len(conv), 8)
+		last := conv[len(conv)-1]
+		require.Equal(t, "user", last.Role)
+		require.NotEmpty(t, strings.TrimSpace(last.Content))
+		if text, err := task(conv); err == nil {
+			require.LessOrEqual(t, len(text), contract.MaxTaskBytes)
+			require.True(t, strings.HasSuffix(text, last.Content))
+		}
+	})
+}
