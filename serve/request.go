@@ -105,6 +105,9 @@ func readBody(w http.ResponseWriter, r *http.Request, known, ignored []string) (
 		return nil, badRequest(unknown[0], "%s cannot be set by a request: the team's settings (models, tools, storage, secrets) come from the operator's config; accepted fields are %s",
 			strings.Join(unknown, ", "), strings.Join(known, ", "))
 	}
+	if bytes.Equal(bytes.TrimSpace(fields["store"]), []byte("false")) {
+		return nil, badRequest("store", "store cannot be false: every run is a durable session, stored as the operator configured; leave store out")
+	}
 	return fields, nil
 }
 

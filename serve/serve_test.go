@@ -83,6 +83,7 @@ func TestRequestsRefusedBeforeAnyRun(t *testing.T) {
 		{"image", alice.Secret, "/v1/chat/completions", `{"model":"team","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "only text"},
 		{"tool calls", alice.Secret, "/v1/chat/completions", `{"model":"team","messages":[{"role":"user","content":"x","tool_calls":[]}]}`, 400, "tool_calls is not supported"},
 		{"max_tokens", alice.Secret, "/v1/chat/completions", `{"model":"team","max_tokens":0.5,"messages":[{"role":"user","content":"hi"}]}`, 400, "max_tokens has the wrong type"},
+		{"store false", alice.Secret, "/v1/responses", `{"model":"team","input":"hi","store":false}`, 400, "store cannot be false"},
 		{"n", alice.Secret, "/v1/chat/completions", `{"model":"team","n":2,"messages":[{"role":"user","content":"hi"}]}`, 400, "n must be 1"},
 		{"not json", alice.Secret, "/v1/responses", `[1]`, 400, "not a JSON object"},
 		{"no input", alice.Secret, "/v1/responses", `{"model":"team"}`, 400, "input is required"},
