@@ -408,6 +408,11 @@ func TestServeRestart(t *testing.T) {
 	done := waitDone(t, oc, created.ID)
 	require.Equal(t, responses.ResponseStatus("completed"), done.Status)
 	require.Equal(t, "FINAL ANSWER from the team", done.OutputText())
+	// It is an ordinary session: conclave status shows it.
+	out, stderr, code := runBin(t, bin, "status", created.ID, "--address", env.temporal.HostPort)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, `"phase": "done"`)
+	require.Contains(t, out, `"winner": "agent_a"`)
 	rest, _ := readEvents(t, oc.Responses.GetStreaming(context.Background(), created.ID, responses.ResponseGetParams{StartingAfter: openai.Int(last)}), "")
 	got = append(got, rest...)
 	for i, line := range got {
