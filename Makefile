@@ -19,13 +19,14 @@ STATIC_VER    := v0.8.2
 
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all tools build test lint unit fuzz demo bench clean
+.PHONY: all tools build test lint unit fuzz demo bench clean openai-node
 
 # Each fuzz target runs this long in `make test` (longer by hand: make fuzz FUZZTIME=5m).
 FUZZTIME ?= 5s
 FUZZ_TARGETS := ./engine/coord:FuzzMachine ./engine/coord:FuzzStaleMonotonic ./engine/coord:FuzzDecide ./engine/coord:FuzzPermutation \
                 ./engine/config:FuzzParse ./engine/storage:FuzzValidKey \
-                ./engine/tools:FuzzWorkspacePath ./engine/tools:FuzzParseVote ./engine/pipeline:FuzzNext
+                ./engine/tools:FuzzWorkspacePath ./engine/tools:FuzzParseVote ./engine/pipeline:FuzzNext \
+                ./serve:FuzzParseMessages
 
 all: build
 
@@ -44,6 +45,21 @@ $(BIN)/.workflowcheck-$(WFCHECK_VER):
 $(BIN)/.staticcheck-$(STATIC_VER):
 	go install $(STATICCHECK)@$(STATIC_VER)
 	@touch $@
+
+# The official openai npm client, pinned by its lock file, for the
+# integration test of `conclave serve`; installed only for `make test`
+# (and by hand: make openai-node) into the git-ignored .tools folder.
+NODE_TOOLS  := $(CURDIR)/.tools
+OPENAI_NODE := integration/openai-node
+$(NODE_TOOLS)/node_modules/.installed: $(OPENAI_NODE)/package.json $(OPENAI_NODE)/package-lock.json
+	@command -v npm >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get install -y nodejs npm; \
+	  else echo "npm not found: install Node.js and npm (Debian: apt-get install nodejs npm)"; exit 1; fi; }
+	mkdir -p $(NODE_TOOLS)
+	cp $(OPENAI_NODE)/package.json $(OPENAI_NODE)/package-lock.json $(NODE_TOOLS)/
+	npm ci --prefix $(NODE_TOOLS) --ignore-scripts --no-audit --no-fund
+	@touch $@
+openai-node: $(NODE_TOOLS)/node_modules/.installed
 
 tools: $(BIN)/.temporal-$(TEMPORAL_VER) $(BIN)/.minio-$(MINIO_VER) \
        $(BIN)/.workflowcheck-$(WFCHECK_VER) $(BIN)/.staticcheck-$(STATIC_VER)
@@ -75,8 +91,8 @@ fuzz:
 	done; rm -rf .fuzz.log "$$cache"
 
 # Tests start their own MinIO (and Temporal dev server) on free loopback ports.
-test: tools lint build
-	CONCLAVE_MINIO_BIN=$(BIN)/minio CONCLAVE_TEMPORAL_BIN=$(BIN)/temporal \
+test: tools lint build openai-node
+	CONCLAVE_MINIO_BIN=$(BIN)/minio CONCLAVE_TEMPORAL_BIN=$(BIN)/temporal CONCLAVE_OPENAI_NODE=$(NODE_TOOLS)/node_modules \
 	  go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz
 
@@ -91,4 +107,4 @@ bench: tools build
 	$(BIN)/conclave bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(BIN) .conclave
+	rm -rf $(BIN) .conclave $(NODE_TOOLS)

@@ -53,6 +53,9 @@ const (
 const (
 	SearchAttrPhase  = "ConclavePhase"
 	SearchAttrWinner = "ConclaveWinner"
+	// SearchAttrServeKey is the name (never the secret) of the API key a
+	// `conclave serve` run was started with, set when the run starts.
+	SearchAttrServeKey = "ConclaveServeKey"
 )
 
 // Application error types. The workflow's retry policies name the

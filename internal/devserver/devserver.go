@@ -45,7 +45,7 @@ const stopGrace = 10 * time.Second
 // searchAttributes are registered on the namespace (all Keyword) so
 // sessions can be filtered by phase and winner in the Web UI.
 func searchAttributes() []string {
-	return []string{contract.SearchAttrPhase, contract.SearchAttrWinner}
+	return []string{contract.SearchAttrPhase, contract.SearchAttrWinner, contract.SearchAttrServeKey}
 }
 
 // Config says how to start the server. Zero ports are chosen free.

@@ -19,7 +19,7 @@ func TestArgs(t *testing.T) {
 	h := strings.Join(headless.args(), " ")
 	for _, want := range []string{"--ip 127.0.0.1", "--port 1", "--http-port 2", "--metrics-port 3", "--headless",
 		"--db-filename /tmp/t.db", "--namespace default", "--log-level warn",
-		"--search-attribute ConclavePhase=Keyword", "--search-attribute ConclaveWinner=Keyword"} {
+		"--search-attribute ConclavePhase=Keyword", "--search-attribute ConclaveWinner=Keyword", "--search-attribute ConclaveServeKey=Keyword"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("headless args %q lack %q", h, want)
 		}

@@ -1,0 +1,313 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/workflows"
+)
+
+const teamYAML = "agents:\n  - id: a\n    backend: {type: openai, model: m, base_url: http://127.0.0.1:9/v1}\n"
+
+// testServer is a Server without Temporal: enough for everything decided
+// before a run starts (auth, limits, validation, unknown models).
+func testServer(t *testing.T, keys ...Key) *Server {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "team.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(teamYAML), 0o600))
+	team, _, err := LoadTeam(path)
+	require.NoError(t, err)
+	s := &Server{opts: Options{MaxRequestBytes: 1 << 10, MaxMessages: 3, MaxRunsPerKey: 1, MaxRuns: 2, MaxStreamsPerKey: 1, Teams: []Team{team}},
+		dc: converter.GetDefaultDataConverter(), teams: map[string]Team{team.Name: team}, log: slog.New(slog.DiscardHandler), running: map[string]map[string]bool{}, streams: map[string]int{}}
+	for _, k := range keys {
+		s.keys = append(s.keys, keyHash{name: k.Name, sum: sha256.Sum256([]byte(k.Secret))})
+	}
+	return s
+}
+
+func do(t *testing.T, h http.Handler, method, path, key, body string) (int, map[string]any) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &v), rec.Body.String())
+	return rec.Code, v
+}
+
+func errMessage(v map[string]any) string {
+	e, _ := v["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
+func TestRequestsRefusedBeforeAnyRun(t *testing.T) {
+	alice := Key{Name: "alice", Secret: "sk-0123456789abcdef"}
+	h := testServer(t, alice).Handler()
+	msg := func(n int) string {
+		return `{"model":"team","messages":[` + strings.TrimSuffix(strings.Repeat(`{"role":"user","content":"hi"},`, n), ",") + `]}`
+	}
+	for _, tc := range []struct {
+		name, key, path, body string
+		status                int
+		says                  string
+	}{
+		{"no key", "", "/v1/chat/completions", msg(1), 401, "API key"},
+		{"wrong key", "sk-0123456789abcdeX", "/v1/chat/completions", msg(1), 401, "API key"},
+		{"key prefix", "sk-0123456789abcde", "/v1/models", "", 401, "API key"},
+		{"too large", alice.Secret, "/v1/chat/completions", `{"model":"team","messages":[{"role":"user","content":"` + strings.Repeat("x", 2000) + `"}]}`, 413, "limit of 1024 bytes"},
+		{"too many messages", alice.Secret, "/v1/chat/completions", msg(4), 400, "limit of 3"},
+		{"unknown model", alice.Secret, "/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"hi"}]}`, 404, `model "nope" does not exist`},
+		{"storage", alice.Secret, "/v1/chat/completions", `{"model":"team","storage":"s3://x","messages":[{"role":"user","content":"hi"}]}`, 400, "storage cannot be set"},
+		{"tools", alice.Secret, "/v1/responses", `{"model":"team","input":"hi","tools":[]}`, 400, "tools cannot be set"},
+		{"last not user", alice.Secret, "/v1/chat/completions", `{"model":"team","messages":[{"role":"assistant","content":"hi"}]}`, 400, "last message"},
+		{"image", alice.Secret, "/v1/chat/completions", `{"model":"team","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "only text"},
+		{"tool calls", alice.Secret, "/v1/chat/completions", `{"model":"team","messages":[{"role":"user","content":"x","tool_calls":[]}]}`, 400, "tool_calls is not supported"},
+		{"max_tokens", alice.Secret, "/v1/chat/completions", `{"model":"team","max_tokens":0.5,"messages":[{"role":"user","content":"hi"}]}`, 400, "max_tokens has the wrong type"},
+		{"store false", alice.Secret, "/v1/responses", `{"model":"team","input":"hi","store":false}`, 400, "store cannot be false"},
+		{"n", alice.Secret, "/v1/chat/completions", `{"model":"team","n":2,"messages":[{"role":"user","content":"hi"}]}`, 400, "n must be 1"},
+		{"not json", alice.Secret, "/v1/responses", `[1]`, 400, "not a JSON object"},
+		{"no input", alice.Secret, "/v1/responses", `{"model":"team"}`, 400, "input is required"},
+		{"bad id", alice.Secret, "/v1/responses/a%2Fb", "", 404, "no response"},
+		{"unknown path", alice.Secret, "/v1/embeddings", "", 404, "not an endpoint"},
+		{"wrong method", alice.Secret, "/v1/chat/completions", "", 405, "does not answer GET"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			method := http.MethodPost
+			if tc.body == "" {
+				method = http.MethodGet
+			}
+			status, v := do(t, h, method, tc.path, tc.key, tc.body)
+			require.Equal(t, tc.status, status, v)
+			require.Contains(t, errMessage(v), tc.says)
+		})
+	}
+	status, v := do(t, h, http.MethodGet, "/v1/models", alice.Secret, "")
+	require.Equal(t, 200, status)
+	status, _ = do(t, h, http.MethodGet, "/v1/models", "", "")
+	require.Equal(t, 401, status)
+	req := httptest.NewRequest(http.MethodGet, "/v1/models", nil)
+	req.Header.Set("Authorization", "bearer "+alice.Secret)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(t, 200, rec.Code, "the scheme is case-insensitive")
+	require.Equal(t, "team", v["data"].([]any)[0].(map[string]any)["id"])
+}
+
+func TestCaps(t *testing.T) {
+	s := testServer(t)
+	require.NoError(t, s.acquire("a", "r1"))
+	err := s.acquire("a", "r2")
+	require.ErrorContains(t, err, "this API key has 1 runs in progress")
+	require.Equal(t, http.StatusTooManyRequests, err.(*apiError).status)
+	require.NoError(t, s.acquire("b", "r3"))
+	err = s.acquire("c", "r4")
+	require.Equal(t, http.StatusServiceUnavailable, err.(*apiError).status)
+	s.release("a", "r1")
+	require.NoError(t, s.acquire("a", "r5"))
+
+	done, err := s.follow("a")
+	require.NoError(t, err)
+	_, err = s.follow("a")
+	require.ErrorContains(t, err, "1 streams or waiting requests open")
+	_, err = s.follow("b")
+	require.NoError(t, err, "another key has its own")
+	done()
+	_, err = s.follow("a")
+	require.NoError(t, err)
+}
+
+func TestCheckListen(t *testing.T) {
+	for addr, ok := range map[string]bool{"127.0.0.1:4000": true, "localhost:4000": true, "[::1]:4000": true,
+		"0.0.0.0:4000": false, ":4000": false, "192.168.1.5:4000": false, "example.com:4000": false} {
+		err := CheckListen(addr, false)
+		require.Equal(t, ok, err == nil, "%s: %v", addr, err)
+		require.NoError(t, CheckListen(addr, true))
+	}
+}
+
+func TestParseKeys(t *testing.T) {
+	keys, err := ParseKeys("alice:sk-0123456789abcdef, sk-fedcba9876543210\n# comment\nbob:sk-bbbbbbbbbbbbbbbb", "env")
+	require.NoError(t, err)
+	require.Equal(t, []Key{{"alice", "sk-0123456789abcdef"}, {"key2", "sk-fedcba9876543210"}, {"bob", "sk-bbbbbbbbbbbbbbbb"}}, keys)
+	_, err = ParseKeys("alice:short", "env")
+	require.ErrorContains(t, err, "shorter than 16")
+	_, err = ParseKeys("al ice:sk-0123456789abcdef", "env")
+	require.ErrorContains(t, err, "name")
+}
+
+func TestLoadTeamNames(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "research.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(teamYAML), 0o600))
+	team, _, err := LoadTeam(path)
+	require.NoError(t, err)
+	require.Equal(t, "research", team.Name)
+	team, _, err = LoadTeam("writers=" + path)
+	require.NoError(t, err)
+	require.Equal(t, "writers", team.Name)
+
+	named := filepath.Join(dir, "x.yaml")
+	require.NoError(t, os.WriteFile(named, []byte("name: crew\n"+teamYAML+"  - id: b\n    backend: {type: nope}\n"), 0o600))
+	_, _, err = LoadTeam(named)
+	require.ErrorContains(t, err, "x.yaml:6", "line numbers still point into the file")
+	require.NoError(t, os.WriteFile(named, []byte("name: crew\n"+teamYAML), 0o600))
+	team, _, err = LoadTeam(named)
+	require.NoError(t, err)
+	require.Equal(t, "crew", team.Name)
+}
+
+func TestTask(t *testing.T) {
+	one, err := task([]message{{Role: "user", Content: "hello"}})
+	require.NoError(t, err)
+	require.Equal(t, "hello", one)
+	follow, err := task([]message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "q1"}, {Role: "assistant", Content: "a1"}, {Role: "user", Content: "q2"}})
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(follow, "The current request:\n\nq2"), follow)
+	for _, part := range []string{"[system]\nbe brief", "[user]\nq1", "[assistant]\na1"} {
+		require.Contains(t, follow, part)
+	}
+}
+
+// history builds the events of a small run: two steps, a presentation,
+// the result, as the Coordination workflow records them.
+func history(t *testing.T) []*historypb.HistoryEvent {
+	t.Helper()
+	dc := converter.GetDefaultDataConverter()
+	payloads := func(v any) *commonpb.Payloads {
+		p, err := dc.ToPayloads(v)
+		require.NoError(t, err)
+		return p
+	}
+	sched := func(id int64, name string, in any) *historypb.HistoryEvent {
+		return &historypb.HistoryEvent{EventId: id, EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+			Attributes: &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{
+				ActivityType: &commonpb.ActivityType{Name: name}, Input: payloads(in)}}}
+	}
+	done := func(id, scheduled int64, res any) *historypb.HistoryEvent {
+		return &historypb.HistoryEvent{EventId: id, EventType: enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+			Attributes: &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{
+				ScheduledEventId: scheduled, Result: payloads(res)}}}
+	}
+	usage := coord.Usage{InputTokens: 10, OutputTokens: 2}
+	return []*historypb.HistoryEvent{
+		{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED},
+		sched(5, contract.NameInitSession, contract.InitSessionInput{}),
+		done(6, 5, contract.InitSessionResult{}),
+		sched(7, contract.NameAgentStep, contract.AgentStepInput{Agent: "a", Step: 1}),
+		sched(8, contract.NameAgentStep, contract.AgentStepInput{Agent: "b", Step: 1}),
+		done(9, 8, contract.AgentStepResult{Agent: "b", Step: 1, Action: coord.ActionNewAnswer, Label: "agent2.1", AnswerPreview: "B's\nanswer", Usage: usage}),
+		done(10, 7, contract.AgentStepResult{Agent: "a", Step: 1, Action: coord.ActionVote, Target: "b", Reason: "better", Usage: usage}),
+		sched(11, contract.NamePresent, contract.PresentInput{Presenter: "b"}),
+		done(12, 11, contract.PresentResult{Presenter: "b", Answer: "final", Usage: usage}),
+		{EventId: 13, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, Attributes: &historypb.HistoryEvent_WorkflowExecutionCompletedEventAttributes{
+			WorkflowExecutionCompletedEventAttributes: &historypb.WorkflowExecutionCompletedEventAttributes{Result: payloads(workflows.CoordinationResult{
+				Status: "consensus", Winner: "b", FinalAnswer: "final", Votes: map[string]int{"b": 1}, Usage: coord.Usage{InputTokens: 30, OutputTokens: 6}})}}},
+	}
+}
+
+func TestTrackerLinesComeFromHistoryAlone(t *testing.T) {
+	read := func(events []*historypb.HistoryEvent) (*tracker, []string) {
+		tr := newTracker(converter.GetDefaultDataConverter())
+		lines := []string{}
+		for _, ev := range events {
+			if p := tr.add(ev); p != nil {
+				lines = append(lines, p.Text)
+			}
+		}
+		return tr, lines
+	}
+	events := history(t)
+	tr, lines := read(events)
+	require.Equal(t, []string{
+		"a is working (step 1)\n", "b is working (step 1)\n", "b answered (agent2.1): B's answer\n",
+		"a voted for b: better\n", "b is presenting the final answer\n"}, lines)
+	require.Equal(t, "completed", tr.end.state)
+	require.Equal(t, "final", tr.finalText())
+	require.Equal(t, coord.Usage{InputTokens: 30, OutputTokens: 6}, tr.total(), "a completed run's usage is the result's")
+	require.Equal(t, []answerRef{{Label: "agent2.1", Agent: "b", Step: 1}}, tr.metadata("r").Answers)
+
+	// Every prefix of the history gives a prefix of the lines: a reader
+	// that comes back later sees the same numbering.
+	for n := range events {
+		part, partLines := read(events[:n])
+		require.Equal(t, lines[:len(partLines)], partLines)
+		if n < len(events) {
+			require.Nil(t, part.end)
+		}
+	}
+	running, _ := read(events[:6])
+	require.Equal(t, coord.Usage{InputTokens: 10, OutputTokens: 2}, running.total(), "in progress: the steps recorded so far")
+}
+
+// signalWriter tells each write, so a test waits on a write, not a clock.
+type signalWriter struct {
+	*httptest.ResponseRecorder
+	wrote chan string
+}
+
+func (w signalWriter) Write(b []byte) (int, error) {
+	w.wrote <- string(b)
+	return w.ResponseRecorder.Write(b)
+}
+
+func TestKeepAliveOnAnIdleStream(t *testing.T) {
+	w := signalWriter{httptest.NewRecorder(), make(chan string, 16)}
+	e := newSSE(w)
+	stop := e.keepAlive(time.Millisecond)
+	require.Equal(t, ": keep-alive\n\n", <-w.wrote)
+	stop()
+	require.NoError(t, e.send(map[string]int{"n": 1}))
+	require.Equal(t, "text/event-stream", w.Header().Get("Content-Type"))
+	require.True(t, strings.HasSuffix(w.Body.String(), "data: {\"n\":1}\n\n"))
+	require.Equal(t, 200, w.Code)
+}
+
+// FuzzParseMessages: whatever a client sends, the parser returns a clear
+// error or a conversation that ends in a non-empty user message and fits
+// the limit, and a task built from it is never larger than a task may be.
+func FuzzParseMessages(f *testing.F) {
+	for _, seed := range []string{
+		`[{"role":"user","content":"hi"}]`,
+		`[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"input_text","text":"b"}]}]`,
+		`[{"role":"tool","content":"x"}]`, `[]`, `{}`, `[{"role":"user","content":null}]`, `[{"type":"function_call"}]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		conv, err := parseMessages(data, "messages", 8)
+		if err != nil {
+			var e *apiError
+			require.ErrorAs(t, err, &e)
+			require.NotEmpty(t, e.msg)
+			return
+		}
+		require.LessOrEqual(t, len(conv), 8)
+		last := conv[len(conv)-1]
+		require.Equal(t, "user", last.Role)
+		require.NotEmpty(t, strings.TrimSpace(last.Content))
+		if text, err := task(conv); err == nil {
+			require.LessOrEqual(t, len(text), contract.MaxTaskBytes)
+			require.True(t, strings.HasSuffix(text, last.Content))
+		}
+	})
+}
