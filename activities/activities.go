@@ -95,12 +95,13 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 		OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now,
 	})
 	if err != nil {
+		cause := err
 		err = classify(err)
 		if stepOver(err) {
 			// The step ended for good without an action: fence its folder,
 			// so that nothing reading the session (session status) takes
 			// its checkpoint for a step still running.
-			if _, ferr := session.Fence(ctx, st, agent.ID, in.Step, strconv.Itoa(in.Launch), failureType(err), endedBy(err), a.now()); ferr != nil {
+			if _, ferr := session.Fence(ctx, st, agent.ID, in.Step, strconv.Itoa(in.Launch), failureType(err), step.Ended(cause), a.now()); ferr != nil {
 				warn(ctx)("fence %s step %d after it failed: %v", agent.ID, in.Step, ferr)
 			}
 		}
@@ -244,19 +245,6 @@ func stepOver(err error) bool {
 		return true
 	}
 	return false
-}
-
-// endedBy is how a step that is over without an action ended, as the
-// workflow takes it (workflows' record): the round timeout ends its turn,
-// peers' limits refuse its answer, anything else fails the agent.
-func endedBy(err error) string {
-	switch failureType(err) {
-	case contract.ErrTypeTurnEnded:
-		return session.EndedTurn
-	case contract.ErrTypeAnswerRefused:
-		return session.EndedRefused
-	}
-	return session.EndedFailed
 }
 
 func failureType(err error) string {

@@ -43,7 +43,7 @@ func agentStepOptions(agent string, step, heartbeatSeconds int) workflow.Activit
 			MaximumInterval:    time.Minute,
 			// 1+2+…+32 s, then a minute apart: an agent survives about four
 			// minutes of storage outage or rate limiting.
-			MaximumAttempts:        10,
+			MaximumAttempts:        coord.MaxStepAttempts,
 			NonRetryableErrorTypes: contract.NonRetryable(),
 		},
 		Summary: agent + " · step " + strconv.Itoa(step),

@@ -66,7 +66,7 @@ func newSessionCmd() *cobra.Command {
 			for _, p := range snap.Problems {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", p)
 			}
-			rules, err := sessionRules(cfgPath, snap.Info)
+			rules, err := sessionRules(cmd.Context(), st, cfgPath, snap.Info)
 			if err != nil {
 				return err
 			}
@@ -102,7 +102,7 @@ func newSessionCmd() *cobra.Command {
 	status.Flags().StringVar(&dir, "session-dir", "", "session directory, file:// or s3:// URL (required)")
 	status.Flags().StringSliceVar(&agents, "agents", nil, "agent ids of the team; those without files yet show as no_action, and a missing local session directory is a session not started yet")
 	status.Flags().BoolVar(&skipVoting, "skip-voting", false, "no vote round (MassGen's skip_voting, or the quick synthesize path): done once every agent has an answer, only agents without one are relaunched, and the first agent presents; also set by --config's skip_voting")
-	status.Flags().StringVar(&cfgPath, "config", "", "an agent config of the session: its orchestrator section sets the consensus rule, max_revote_rounds, coordination_mode and presenter (default: the defaults)")
+	status.Flags().StringVar(&cfgPath, "config", "", "an agent config of the session: its orchestrator section sets the rules it is judged by (default: the config a workflow stored in the session, else the defaults)")
 	_ = status.MarkFlagRequired("session-dir")
 	cmd.AddCommand(status)
 	return cmd
@@ -112,20 +112,26 @@ func newSessionCmd() *cobra.Command {
 // a stored session by, replaying its steps through the state machine as
 // the workflow ran them (session.Snapshot.Replay, coord.Machine.Advise):
 // the --config's orchestrator section (defaults for what it leaves out),
-// else the defaults; session.json's mode, when it records one, decides
+// else the config a workflow stored in the session (config.json), else the
+// defaults; session.json's mode, when it records one, decides
 // decomposition, and a --config that says otherwise is refused.
-func sessionRules(cfgPath string, info *session.Info) (coord.Rules, error) {
+func sessionRules(ctx context.Context, st storage.Store, cfgPath string, info *session.Info) (coord.Rules, error) {
 	orch := config.DefaultOrchestrator()
-	if cfgPath != "" {
-		cfg, err := config.Load(cfgPath)
-		if err != nil {
-			return coord.Rules{}, err
+	if cfgPath == "" {
+		var stored config.Config
+		if err := session.ReadJSON(ctx, st, session.ConfigKey, &stored); err == nil {
+			orch = stored.Orchestrator
 		}
-		orch = cfg.Orchestrator
-		if info != nil && info.Mode != "" && info.Mode != string(orch.CoordinationMode) {
-			return coord.Rules{}, fmt.Errorf("--config %s has coordination_mode %q but the session's session.json records mode %q: "+
-				"pass the config the session was started with", cfgPath, orch.CoordinationMode, info.Mode)
-		}
+		return modeRules(orch, info), nil
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return coord.Rules{}, err
+	}
+	orch = cfg.Orchestrator
+	if info != nil && info.Mode != "" && info.Mode != string(orch.CoordinationMode) {
+		return coord.Rules{}, fmt.Errorf("--config %s has coordination_mode %q but the session's session.json records mode %q: "+
+			"pass the config the session was started with", cfgPath, orch.CoordinationMode, info.Mode)
 	}
 	return modeRules(orch, info), nil
 }

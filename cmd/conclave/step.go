@@ -14,6 +14,7 @@ import (
 
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/engine/storage"
 )
@@ -112,6 +113,9 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stder
 	if err != nil {
 		return nil, err
 	}
+	if err := session.Reopen(ctx, st, agent.ID, plan.step, time.Now()); err != nil {
+		return nil, fmt.Errorf("%w: reopen step %d of %s for another attempt: %v", step.ErrBadInput, plan.step, agent.ID, err)
+	}
 	var criteria []string
 	if f.criteria != "" {
 		data, err := os.ReadFile(f.criteria)
@@ -129,7 +133,7 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stder
 	case errors.Is(err, step.ErrBadInput):
 		return nil, err
 	case err != nil:
-		if ferr := fenceAttempt(ctx, st, agent.ID, plan.step, err); ferr != nil {
+		if ferr := endAttempt(ctx, st, agent.ID, plan.step, err); ferr != nil {
 			fmt.Fprintf(stderr, "conclave: could not mark step %d of %s as over (session status will show it running): %v\n", plan.step, agent.ID, ferr)
 		}
 		return nil, &exitError{code: exitNoAction, err: fmt.Errorf("agent %s took no action: %w", agent.ID, err)}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -71,4 +72,93 @@ func TestStepModeDropsAnAgentThatKeepsFailing(t *testing.T) {
 	}
 	s, _ = loopUntilDone(t, session2, team[:2], cfgs, 6)
 	require.Equal(t, "failed", s.Phase, "every agent failed")
+}
+
+// A failed step is recorded as the workflow's activity records it, so the
+// replay drops an agent exactly when the workflow would: a model that
+// rejects the request drops it at once; a model that is unavailable gets
+// the step tried again, in the same folder.
+func TestStepModeFailsAsTheWorkflowDoes(t *testing.T) {
+	setStepKey(t)
+	for _, tc := range []struct {
+		name     string
+		fail     llmtest.Rule
+		state    string
+		ended    string
+		relaunch []string
+	}{
+		{"rejected", llmtest.Fail(400, "bad request"), "failed", "failed", []string{}},
+		{"unavailable", llmtest.Fail(503, "overloaded"), "no_action", "retry", []string{"agent_a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.Start(t, tc.fail)
+			dir := t.TempDir()
+			session := filepath.Join(dir, "session")
+			cfg := agentConfig(t, dir, "agent_a", srv.URL())
+			code, _, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--agents", "agent_a", "--automation", "task")
+			require.Equal(t, exitNoAction, code, errs)
+			data, err := os.ReadFile(filepath.Join(session, "agents/agent_a/001/launch.json"))
+			require.NoError(t, err)
+			require.Contains(t, string(data), `"ended": "`+tc.ended+`"`)
+			s := status(t, session)
+			require.Equal(t, tc.state, s.Agents["agent_a"].State)
+			require.Equal(t, tc.relaunch, s.Relaunch)
+		})
+	}
+}
+
+// Step mode refuses a step the workflow would not launch: one past
+// max_steps_per_agent, or any step of a session that is over.
+func TestStepModeRefusesStepsPastTheEnd(t *testing.T) {
+	setStepKey(t)
+	srv := llmtest.Start(t, llmtest.Func(func(r llmtest.Request) llmtest.Reply {
+		if r.HasTool("vote") {
+			return call("vote", `{"agent_id":"agent1","reason":"mine"}`)
+		}
+		return call("new_answer", `{"content":"A"}`)
+	}))
+	dir := t.TempDir()
+	session := filepath.Join(dir, "session")
+	cfg := agentConfig(t, dir, "agent_a", srv.URL())
+	step := func() (int, string) {
+		code, _, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--agents", "agent_a", "--automation", "task")
+		return code, errs
+	}
+	code, errs := step()
+	require.Equal(t, 0, code, errs)
+	code, errs = step()
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "done", status(t, session).Phase, "a lone agent voted for its own answer")
+	code, errs = step()
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "the session is over")
+	require.Equal(t, "done", status(t, session).Phase, "nothing changed")
+
+	capped := filepath.Join(dir, "capped.yaml")
+	data, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(capped, append(data, []byte("orchestrator:\n  max_steps_per_agent: 1\n")...), 0o644))
+	session2 := filepath.Join(dir, "session2")
+	code, _, errs = runCLI(t, "step", "--session-dir", session2, "--config", capped, "--agents", "agent_a", "--automation", "task")
+	require.Equal(t, 0, code, errs)
+	code, _, errs = runCLI(t, "step", "--session-dir", session2, "--config", capped, "--automation", "task")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "max_steps_per_agent (1)")
+}
+
+// Without --config, session status judges a workflow's session by the
+// config it stored (config.json); a garbage launch.json closes its folder
+// instead of leaving a step running forever.
+func TestSessionStatusUsesTheStoredConfig(t *testing.T) {
+	dir := t.TempDir()
+	answers(t, dir, "agent_a", "agent_b")
+	require.Equal(t, "coordinating", status(t, dir).Phase, "by default everyone votes")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"),
+		[]byte(`{"agents":[{"id":"agent_a"},{"id":"agent_b"}],"orchestrator":{"skip_voting":true}}`), 0o644))
+	s := status(t, dir)
+	require.Equal(t, "done", s.Phase, "skip_voting from config.json")
+
+	writeStep(t, dir, "agent_b", "002", "launch.json", "{garbage")
+	s = status(t, dir)
+	require.False(t, s.Agents["agent_b"].Running, "a damaged launch.json closes the folder")
 }

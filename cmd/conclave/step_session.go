@@ -118,14 +118,24 @@ func planStep(ctx context.Context, st storage.Store, self string, orch config.Or
 	if err := snap.Include([]string{self}); err != nil {
 		return stepPlan{}, fmt.Errorf("%w: %v", step.ErrBadInput, err)
 	}
-	m := snap.Replay(modeRules(orch, info), false)
-	p := stepPlan{step: coord.NextStep(*m.State.Ledger.Find(self))}
+	rules := modeRules(orch, info)
+	m := snap.Replay(rules, false)
+	a := *m.State.Ledger.Find(self)
+	p := stepPlan{step: coord.NextStep(a)}
+	if coord.StepsExhausted(a, rules.Limits) {
+		return p, fmt.Errorf("%w: agent %s has used up max_steps_per_agent (%d); it takes no more steps (see `conclave session status`)",
+			step.ErrBadInput, self, rules.Limits.MaxStepsPerAgent)
+	}
 	owed := slices.Clone(m.State.Revote)
 	round := m.State.RevoteRound
 	for _, d := range m.Step(coord.Resume{}) {
 		if l, ok := d.(coord.Launch); ok && l.Agent == self && l.Tally != nil {
 			p.mode, p.tally = coord.ModeVoteOnly, l.Tally
 		}
+	}
+	if m.State.Phase != coord.PhaseCoordinating {
+		return p, fmt.Errorf("%w: the session is over (%s): no agent takes another step; see `conclave session status`",
+			step.ErrBadInput, m.State.Verdict.Reason)
 	}
 	if len(owed) > 0 && !slices.Contains(owed, self) {
 		return p, fmt.Errorf("%w: agent %s has cast its vote of re-vote %d of %d; the round waits for %s (see `conclave session status`)",
@@ -134,17 +144,17 @@ func planStep(ctx context.Context, st storage.Store, self string, orch config.Or
 	return p, nil
 }
 
-// fenceAttempt marks a step that ended without an action as over: its
-// launch.json says "fenced", ended "turn". Its number is given up — the
-// agent's next step is a fresh one — and coord.MaxEndedTurns such steps in
-// a row drop the agent, as the workflow drops one whose turns keep ending
-// without an action, so an external orchestrator's loop ends.
-func fenceAttempt(ctx context.Context, st storage.Store, agent string, n int, cause error) error {
+// endAttempt marks a step that ended without an action as over, in its
+// launch.json: "fenced", and how it ended (step.Ended), as the workflow's
+// activity records it, so replaying the session drops the agent exactly
+// when the workflow would. A turn that ended (the round timeout) gives up
+// its number, and coord.MaxEndedTurns such turns in a row drop the agent;
+// a model that rejects the request, or no valid action after the
+// enforcement attempts, drops it at once; an answer refused by peers'
+// limits is not held against it; anything else is tried again in the same
+// folder, resuming its checkpoint, up to coord.MaxStepAttempts attempts.
+func endAttempt(ctx context.Context, st storage.Store, agent string, n int, cause error) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted step still says it is over
-	reason := cause.Error()
-	if len(reason) > 300 {
-		reason, _ = contract.Truncate(reason, 300)
-	}
-	_, err := session.Fence(ctx, st, agent, n, "step-mode", reason, session.EndedTurn, time.Now())
-	return err
+	reason, _ := contract.Truncate(cause.Error(), 300)
+	return session.EndStep(ctx, st, agent, n, reason, step.Ended(cause), time.Now())
 }

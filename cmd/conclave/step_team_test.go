@@ -171,7 +171,7 @@ func TestStepWithoutActionIsNotRunning(t *testing.T) {
 	setStepKey(t)
 	srv := llmtest.Start(t,
 		llmtest.Text("working on it").Once(),
-		llmtest.Fail(400, "bad request").Once(),
+		llmtest.Fail(503, "overloaded").Once(),
 		llmtest.Call("new_answer", `{"content":"A1"}`),
 	)
 	dir := t.TempDir()
@@ -184,11 +184,13 @@ func TestStepWithoutActionIsNotRunning(t *testing.T) {
 	require.False(t, s.Agents["agent_a"].Running, "a step that exited is not running")
 	require.Equal(t, []string{"agent_a"}, s.Relaunch)
 
+	// The model was unavailable: the step is tried again in the same
+	// folder, as Temporal retries an activity, resuming its checkpoint.
 	code, _, errs = runCLI(t, "step", "--session-dir", session, "--config", cfg, "--automation", "task")
 	require.Equal(t, 0, code, errs)
-	require.FileExists(t, filepath.Join(session, "agents/agent_a/001/launch.json"), "the ended step stays fenced")
-	require.FileExists(t, filepath.Join(session, "agents/agent_a/002/answer.json"), "the relaunch took the next number")
+	require.FileExists(t, filepath.Join(session, "agents/agent_a/001/answer.json"), "the retry kept the step's number")
+	require.True(t, srv.Requests()[2].Contains("working on it"), "the retry resumed the checkpoint")
 	s = status(t, session)
 	require.Equal(t, "answered", s.Agents["agent_a"].State)
-	require.Equal(t, 2, s.Agents["agent_a"].LatestStep)
+	require.Equal(t, 1, s.Agents["agent_a"].LatestStep)
 }

@@ -36,6 +36,12 @@ type Rules struct {
 // a model call: the timeout's presentation, and the fallback of a failed one.
 const StrategyWinnerReuse = "winner_reuse"
 
+// MaxStepAttempts is how many attempts a step gets when it fails in a way
+// worth retrying (a model unavailable, storage trouble): Temporal's retry
+// policy for an agent step, and step mode's relaunches of such a step.
+// Then the agent is dropped.
+const MaxStepAttempts = 10
+
 // MaxEndedTurns is how many steps in a row of an agent may end without an
 // action (the round timeout ended them) before the agent is dropped: one
 // that never finishes in time would otherwise be relaunched until the

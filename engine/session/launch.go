@@ -29,7 +29,10 @@ type LaunchFile struct {
 	// Ended says how a fenced step ended without an action (Ended*:
 	// given up when empty), so that replaying the session drops an agent
 	// exactly when the workflow did.
-	Ended     string `json:"ended,omitempty"`
+	Ended string `json:"ended,omitempty"`
+	// Attempts counts the failed attempts of a step mode step that may be
+	// tried again (EndedRetry).
+	Attempts  int    `json:"attempts,omitempty"`
 	Timestamp string `json:"timestamp"`
 }
 
@@ -136,4 +139,26 @@ func own(agent string, step int, launch string, have *LaunchFile) error {
 			ErrSuperseded, agent, step, have.Launch, launch)
 	}
 	return nil
+}
+
+// EndStep records, in step mode, how a step that ended without an action
+// ended: its launch.json is fenced with ended (Ended*), counting one more
+// failed attempt. Step mode has no workflow to fence the folder, and it is
+// the step's own (one writer per step folder).
+func EndStep(ctx context.Context, st storage.Store, agent string, step int, reason, ended string, now time.Time) error {
+	var have LaunchFile
+	_ = ReadJSON(ctx, st, LaunchKey(agent, step), &have) // a damaged or missing one starts the count again
+	return WriteJSON(ctx, st, LaunchKey(agent, step), LaunchFile{Fenced: true, Reason: reason, Ended: ended,
+		Attempts: have.Attempts + 1, Timestamp: Timestamp(now)})
+}
+
+// Reopen lets step mode try a step again that ended with EndedRetry: its
+// launch.json keeps the attempts so far and no longer closes the folder,
+// which shows as a step in progress again. Any other folder is left as is.
+func Reopen(ctx context.Context, st storage.Store, agent string, step int, now time.Time) error {
+	var have LaunchFile
+	if err := ReadJSON(ctx, st, LaunchKey(agent, step), &have); err != nil || !have.Fenced || have.Ended != EndedRetry {
+		return nil
+	}
+	return WriteJSON(ctx, st, LaunchKey(agent, step), LaunchFile{Attempts: have.Attempts, Timestamp: Timestamp(now)})
 }

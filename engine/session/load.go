@@ -268,21 +268,18 @@ func (s *Snapshot) endedWithout(ctx context.Context, st storage.Store, id string
 	}
 	var f LaunchFile
 	if err := ReadJSON(ctx, st, LaunchKey(id, n), &f); err != nil {
-		// Unreadable: the step is taken to run, which blocks the end
-		// rather than ending it early.
+		// Nobody can own a damaged marker: the folder stays closed, as
+		// Commit and Fence take it.
 		if err := s.problemOrFail(LaunchKey(id, n), err); err != nil {
 			return nil, err
 		}
-		rec.Running = last
-		if !last {
-			rec.Ended = EndedGivenUp
-		}
+		rec.Ended = EndedGivenUp
 		return rec, nil
 	}
 	switch {
 	case f.Fenced:
-		rec.Ended, rec.Reason, rec.At = f.Ended, f.Reason, parseTime(f.Timestamp)
-		if rec.Ended == "" {
+		rec.Ended, rec.Reason, rec.Attempts, rec.At = f.Ended, f.Reason, f.Attempts, parseTime(f.Timestamp)
+		if rec.Ended == "" || (rec.Ended == EndedRetry && !last) {
 			rec.Ended = EndedGivenUp
 		}
 	case last && files[traceFile]:

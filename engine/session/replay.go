@@ -25,8 +25,10 @@ type StepRecord struct {
 	Invalid bool
 	// Running is a step in progress.
 	Running bool
-	// Ended is how a step without an action ended (Ended* below).
-	Ended string
+	// Ended is how a step without an action ended (Ended* below), and
+	// Attempts how many attempts of it failed (EndedRetry).
+	Ended    string
+	Attempts int
 }
 
 // How a step ended without an action, as its fenced launch.json records
@@ -42,6 +44,11 @@ const (
 	EndedRefused = "refused"
 	// EndedFailed: it failed for good and the agent is dropped.
 	EndedFailed = "failed"
+	// EndedRetry: it failed in a way worth another attempt (the model
+	// unavailable, storage trouble), as Temporal retries an activity:
+	// the agent's next step resumes the same folder, and after
+	// coord.MaxStepAttempts attempts the agent is dropped. Step mode only.
+	EndedRetry = "retry"
 )
 
 // parseTime reads a stored timestamp; an unreadable one is the zero time.
@@ -98,6 +105,9 @@ func (s *Snapshot) Replay(r coord.Rules, withRunning bool) *coord.Machine {
 		if rec.Running && !withRunning {
 			continue
 		}
+		if rec.Ended == EndedRetry && rec.Attempts < coord.MaxStepAttempts {
+			continue // its next attempt is still to come, in the same folder
+		}
 		m.Step(coord.Launched{Agent: ids[it.agent], Step: rec.Step})
 		launch := m.State.Launches
 		switch {
@@ -105,7 +115,7 @@ func (s *Snapshot) Replay(r coord.Rules, withRunning bool) *coord.Machine {
 		case rec.Action != coord.ActionNone:
 			m.Step(coord.Acted{Launch: launch, Action: rec.Action, Target: rec.Target, Reason: rec.Reason,
 				Summary: rec.Summary, Status: rec.Status, SeenSteps: rec.Seen, Invalid: rec.Invalid})
-		case rec.Ended == EndedFailed:
+		case rec.Ended == EndedFailed || rec.Ended == EndedRetry:
 			m.Step(coord.Failed{Launch: launch, Reason: rec.Reason})
 		case rec.Ended == EndedTurn || rec.Ended == EndedRefused:
 			m.Step(coord.TurnEnded{Launch: launch, Overran: rec.Ended == EndedTurn, Reason: rec.Reason})
