@@ -23,7 +23,7 @@ func newWorkerCmd() *cobra.Command {
 	var storageURL string
 	var concurrency int
 	var cpuProfile, metricsListen string
-	var ef egressFlags
+	ef := egressFlags{shared: true}
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a Temporal worker that executes Conclave sessions",
