@@ -93,7 +93,7 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineStep, error) 
 			in.Resume = append(in.Resume, m)
 		}
 	}
-	in.Checkpoint = agent.Checkpointer[runner.State](o.Store, traceKey, o.OnCheckpoint)
+	in.Checkpoint = agent.Checkpointer[runner.State](o.Store, traceKey, 0, o.OnCheckpoint)
 	out, t, err := runner.Run(ctx, in)
 	if err != nil {
 		return nil, err
