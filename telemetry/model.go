@@ -57,6 +57,7 @@ func (m *model) Complete(ctx context.Context, req llm.Request) (llm.Response, er
 	if name == "" {
 		name = m.name
 	}
+	name = cleanLabel(name) // a span name and attribute of bounded size
 	ctx, span := m.t.tracer.Start(ctx, "chat "+name, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "chat"),
@@ -71,7 +72,7 @@ func (m *model) Complete(ctx context.Context, req llm.Request) (llm.Response, er
 		span.SetAttributes(attribute.Int64("gen_ai.request.max_tokens", *req.MaxTokens))
 	}
 	in := m.t.m
-	modelAttr := attribute.String("model", name)
+	modelAttr := attribute.String("model", m.t.models.label(name))
 	if enforcementRetry(req.Messages) {
 		in.enforcement.Add(ctx, 1, metric.WithAttributes(modelAttr))
 	}

@@ -53,6 +53,7 @@ type Telemetry struct {
 	tracers *sdktrace.TracerProvider // nil without an OTLP endpoint
 	tracer  trace.Tracer
 	m       *instruments
+	models  *modelLabels
 }
 
 // New sets up metrics, and traces when an OTLP endpoint is configured.
@@ -70,7 +71,11 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry resource: %w", err)
 	}
-	t := &Telemetry{Registry: prometheus.NewRegistry()}
+	models, err := newModelLabels(getenv)
+	if err != nil {
+		return nil, err
+	}
+	t := &Telemetry{Registry: prometheus.NewRegistry(), models: models}
 	t.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	exp, err := otelprom.New(otelprom.WithRegisterer(t.Registry), otelprom.WithoutScopeInfo())
 	if err != nil {
