@@ -157,3 +157,35 @@ func TestValidateNeutralisesTerminalSequences(t *testing.T) {
 	}
 	assert.Contains(t, out, "gpt␛]52;c;ZXZpbA==")
 }
+
+// Issue 22, item 10: step mode's --agents accepted ids that differ only in
+// case, 10,001 agents and CON/NUL; it now follows the config's id rules,
+// before any model call.
+func TestStepModeTeamFollowsTheConfigsIDRules(t *testing.T) {
+	setStepKey(t)
+	srv := llmtest.Start(t, llmtest.Call("new_answer", `{"content":"x"}`))
+	dir := t.TempDir()
+	cfg := agentConfig(t, dir, "agent_a", srv.URL())
+	many := make([]string, 10001)
+	for i := range many {
+		many[i] = fmt.Sprintf("a%05d", i)
+	}
+	many[0] = "agent_a"
+	for team, want := range map[string]string{
+		"agent_a,AGENT_A":       "differs from",
+		"agent_a,CON":           `"CON" is a device name on Windows`,
+		"agent_a,nul.txt":       "device name",
+		strings.Join(many, ","): "10001 agents, at most 200",
+	} {
+		code, _, errs := runCLI(t, "step", "--session-dir", filepath.Join(dir, "s"), "--config", cfg, "--agents", team, "--automation", "task")
+		assert.Equal(t, 1, code, errs)
+		assert.Contains(t, errs, want)
+	}
+	assert.Equal(t, 0, srv.Count())
+	// The config refuses them too.
+	p := filepath.Join(dir, "con.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("agents:\n  - id: CON\n    backend: {model: m, base_url: \"http://localhost:1/v1\"}\n"), 0o644))
+	code, out, _ := runCLI(t, "validate", "--config", p)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "device name")
+}

@@ -29,10 +29,8 @@ import (
 func stepTeam(ctx context.Context, st storage.Store, flagAgents []string, self, task string, orch config.Orchestrator, now time.Time) (*session.Info, error) {
 	want := slices.Sorted(slices.Values(flagAgents))
 	want = slices.Compact(want)
-	for _, id := range want {
-		if err := session.CheckAgentID(id); err != nil {
-			return nil, fmt.Errorf("%w: --agents: %v", step.ErrBadInput, err)
-		}
+	if err := config.CheckTeam(want); err != nil {
+		return nil, fmt.Errorf("%w: --agents: %v", step.ErrBadInput, err)
 	}
 	info, err := readInfo(ctx, st)
 	if err != nil {

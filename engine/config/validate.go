@@ -114,6 +114,8 @@ func (v *validator) agent(p string, a *Agent, mode CoordinationMode) {
 		v.add(p+".id", fmt.Sprintf("%q is %d characters; ids are at most %d", a.ID, len(a.ID), maxIDLength))
 	case !idPattern.MatchString(a.ID):
 		v.add(p+".id", fmt.Sprintf("%q is not a valid id; use letters, digits, '.', '_' and '-', starting with a letter or digit", a.ID))
+	case reservedName(a.ID):
+		v.add(p+".id", fmt.Sprintf("%q is a device name on Windows (CON, PRN, AUX, NUL, COM1-9, LPT1-9), which cannot name a folder there; choose another id", a.ID))
 	}
 	b := &a.Backend
 	bp := p + ".backend"
@@ -295,4 +297,39 @@ func roundTimeoutRange(key string) string {
 		return fmt.Sprintf("use 0 (the hard timeout is the soft one) to %d seconds", maxTimeoutSeconds)
 	}
 	return fmt.Sprintf("use 0 (no round timeout) to %d seconds", maxTimeoutSeconds)
+}
+
+// reservedName reports whether id is a Windows device name, with or
+// without an extension: a folder of that name cannot exist there.
+func reservedName(id string) bool {
+	base, _, _ := strings.Cut(strings.ToUpper(id), ".")
+	switch base {
+	case "CON", "PRN", "AUX", "NUL":
+		return true
+	}
+	return len(base) == 4 && (strings.HasPrefix(base, "COM") || strings.HasPrefix(base, "LPT")) && base[3] >= '0' && base[3] <= '9'
+}
+
+// CheckTeam holds a team given as ids alone (step mode's --agents) to the
+// config's rules for agent ids: each a valid id that is not a device name,
+// no two differing only in case, at most MaxAgents.
+func CheckTeam(ids []string) error {
+	if len(ids) > MaxAgents {
+		return fmt.Errorf("%d agents, at most %d are allowed in one session", len(ids), MaxAgents)
+	}
+	first := map[string]string{}
+	for _, id := range ids {
+		switch {
+		case len(id) > maxIDLength || !idPattern.MatchString(id):
+			return fmt.Errorf("%q is not a valid id; use 1-%d letters, digits, '.', '_' and '-', starting with a letter or digit", id, maxIDLength)
+		case reservedName(id):
+			return fmt.Errorf("%q is a device name on Windows (CON, PRN, AUX, NUL, COM1-9, LPT1-9), which cannot name a folder there; choose another id", id)
+		}
+		folded := strings.ToLower(id)
+		if other, dup := first[folded]; dup && other != id {
+			return fmt.Errorf("%q differs from %q only in case; ids must differ in more than case, because they name folders", id, other)
+		}
+		first[folded] = id
+	}
+	return nil
 }
