@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,4 +192,44 @@ func TestStepModeTeamFollowsTheConfigsIDRules(t *testing.T) {
 	code, out, _ := runCLI(t, "validate", "--config", p)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "device name")
+}
+
+// Issue 22, item 10: the codec server bound every interface without a
+// word when given :PORT, and held open bodies sent a byte a second.
+func TestCodecServerWarnsAndBoundsBodies(t *testing.T) {
+	for listen, warns := range map[string]bool{
+		":8081": true, "0.0.0.0:8081": true, "[::]:8081": true, "10.1.2.3:8081": true,
+		"127.0.0.1:8081": false, "localhost:8081": false, "[::1]:8081": false,
+	} {
+		assert.Equal(t, warns, exposedWarning(listen) != "", listen)
+	}
+	assert.Contains(t, exposedWarning(":8081"), "every interface")
+
+	srv := codecServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}), 500*time.Millisecond)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /decode HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+	require.NoError(t, err)
+	// Trickle the body; the server must close the connection long before
+	// the body could be complete (1,000 bytes at 20 a second is 50 s).
+	closed := false
+	for range 1000 {
+		if _, err := conn.Write([]byte("x")); err != nil {
+			closed = true
+			break
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := conn.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			closed = true
+			break
+		}
+	}
+	assert.True(t, closed, "the server held a trickled body open")
 }

@@ -61,6 +61,35 @@ func codecHandler(c converter.PayloadCodec, uiOrigins []string) http.Handler {
 	})
 }
 
+// codecReadTimeout bounds reading one request, body included: a client
+// that sends its body a byte at a time would otherwise hold a connection
+// (and its goroutine) open for as long as it likes.
+const codecReadTimeout = 30 * time.Second
+
+// codecServer is the codec's HTTP server, every phase of a request bounded.
+func codecServer(h http.Handler, readTimeout time.Duration) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout,
+		WriteTimeout: 2 * readTimeout, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+}
+
+// exposedWarning is the warning for a listen address that is not loopback:
+// anyone who can reach the port can decrypt every payload.
+func exposedWarning(listen string) string {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "localhost" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return ""
+	}
+	where := host
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		where = "every interface"
+	}
+	return fmt.Sprintf("conclave codec-server: WARNING: listening on %s (--listen %s): anyone who can reach this port can decrypt every payload; "+
+		"serve on loopback (--listen 127.0.0.1:8081) or put authentication in front", where, listen)
+}
+
 func newCodecServerCmd() *cobra.Command {
 	var listen string
 	var uiOrigins []string
@@ -85,7 +114,10 @@ func newCodecServerCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("codec server: listen on %s: %w; pick another address with --listen", listen, err)
 			}
-			srv := &http.Server{Handler: codecHandler(c, uiOrigins), ReadHeaderTimeout: 10 * time.Second}
+			srv := codecServer(codecHandler(c, uiOrigins), codecReadTimeout)
+			if warning := exposedWarning(listen); warning != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), warning)
+			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "conclave codec-server: http://%s (key %s), for the Web UI at %s\n", ln.Addr(), c.KeyID(), strings.Join(uiOrigins, ", "))
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
