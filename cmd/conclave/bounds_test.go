@@ -233,3 +233,42 @@ func TestCodecServerWarnsAndBoundsBodies(t *testing.T) {
 	}
 	assert.True(t, closed, "the server held a trickled body open")
 }
+
+// The files all of a session's workspaces hold are bounded too: a later
+// step may add only what the session has room for.
+func TestStepModeBoundsTheSessionsFiles(t *testing.T) {
+	setStepKey(t)
+	t.Setenv("CONCLAVE_MAX_SESSION_FILES", "15")
+	var step atomic.Int32
+	srv := llmtest.Start(t, llmtest.Func(func(r llmtest.Request) llmtest.Reply {
+		if r.Last().Role == "tool" {
+			return call("new_answer", fmt.Sprintf(`{"content":"answer %d"}`, step.Load()))
+		}
+		var calls []llmtest.ToolCall
+		for i := range 10 {
+			calls = append(calls, llmtest.ToolCall{ID: fmt.Sprintf("w%d", i), Name: "write_file",
+				Arguments: fmt.Sprintf(`{"path":"s%d/f%d.txt","content":"x"}`, step.Load(), i)})
+		}
+		return llmtest.Reply{ToolCalls: calls}
+	}))
+	dir := t.TempDir()
+	session := filepath.Join(dir, "session")
+	cfg := agentConfig(t, dir, "agent_a", srv.URL())
+	stored := func(n int) int {
+		count := 0
+		_ = filepath.WalkDir(filepath.Join(session, fmt.Sprintf("agents/agent_a/%03d/workspace", n)), func(_ string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				count++
+			}
+			return nil
+		})
+		return count
+	}
+	for n := 1; n <= 2; n++ {
+		step.Store(int32(n))
+		code, _, errs := runCLI(t, "step", "--session-dir", session, "--config", cfg, "--agents", "agent_a,agent_b", "--automation", "task")
+		require.Equal(t, 0, code, errs)
+	}
+	assert.Equal(t, 10, stored(1))
+	assert.Equal(t, 5, stored(2), "the session had room for 5 more files")
+}

@@ -65,6 +65,9 @@ type Snapshot struct {
 	Info     *Info     `json:"info,omitempty"`
 	Agents   []Agent   `json:"agents"` // session.json order, else sorted by id
 	Problems []Problem `json:"problems,omitempty"`
+	// WorkspaceFiles counts the files of every stored workspace, for the
+	// session's workspace limit.
+	WorkspaceFiles int `json:"-"`
 }
 
 // Agent returns the snapshot of one agent.
@@ -105,6 +108,9 @@ func Load(ctx context.Context, st storage.Store) (*Snapshot, error) {
 	}
 	steps := map[string]map[int]map[string]bool{} // agent → step → file names
 	for _, key := range keys {
+		if strings.Contains(key, "/"+workspaceDir+"/") {
+			snap.WorkspaceFiles++
+		}
 		parts := strings.SplitN(strings.TrimPrefix(key, AgentsPrefix), "/", 3)
 		if len(parts) < 2 {
 			continue

@@ -15,14 +15,33 @@ const (
 	EnvMaxWorkspaceFiles = "CONCLAVE_MAX_WORKSPACE_FILES"
 	EnvMaxWorkspaceBytes = "CONCLAVE_MAX_WORKSPACE_BYTES"
 	EnvMaxTraceBytes     = "CONCLAVE_MAX_TRACE_BYTES"
+	EnvMaxSessionFiles   = "CONCLAVE_MAX_SESSION_FILES"
 )
+
+// DefaultSessionFiles bounds the files all of a session's stored
+// workspaces hold: ten steps at the workspace limit.
+const DefaultSessionFiles = 10 * tools.DefaultWorkspaceFiles
 
 // Limits bound what one step can store: its workspace (checked as files
 // are written) and its transcript (checked at every checkpoint). Zero
 // fields take the defaults.
 type Limits struct {
-	Workspace  tools.WorkspaceLimits
-	TraceBytes int64
+	Workspace    tools.WorkspaceLimits
+	TraceBytes   int64
+	SessionFiles int
+}
+
+// sessionRoom is how many more workspace files a session that stores
+// stored may hold: at least -1, which WorkspaceLimits reads as none.
+func (l Limits) sessionRoom(stored int) int {
+	limit := l.SessionFiles
+	if limit <= 0 {
+		limit = DefaultSessionFiles
+	}
+	if room := limit - stored; room > 0 {
+		return room
+	}
+	return -1
 }
 
 // LimitsFromEnv reads the operator's Limits through getenv; an unset
@@ -38,6 +57,7 @@ func LimitsFromEnv(getenv func(string) string) (Limits, error) {
 		{EnvMaxWorkspaceFiles, 1, tools.DefaultWorkspaceFiles, func(n int64) { l.Workspace.Files = int(n) }},
 		{EnvMaxWorkspaceBytes, 1 << 10, tools.DefaultWorkspaceBytes, func(n int64) { l.Workspace.Bytes = n }},
 		{EnvMaxTraceBytes, 1 << 20, agent.DefaultTraceBytes, func(n int64) { l.TraceBytes = n }},
+		{EnvMaxSessionFiles, 1, DefaultSessionFiles, func(n int64) { l.SessionFiles = int(n) }},
 	} {
 		raw := strings.TrimSpace(getenv(v.name))
 		if raw == "" {

@@ -189,6 +189,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	in.Checkpoint = agent.Checkpointer[round.State](o.Store, traceKey, lim.TraceBytes, o.OnCheckpoint)
 	in.Workspace.Limits = lim.Workspace
+	in.Workspace.Limits.SessionRoom = lim.sessionRoom(snap.WorkspaceFiles)
 	if o.Exclusive {
 		in.Checkpoint = fencedCheckpoint(o, stepNo, in.Checkpoint)
 	}

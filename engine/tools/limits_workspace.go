@@ -30,6 +30,9 @@ type WorkspaceLimits struct {
 	Bytes     int64
 	PathBytes int
 	PathDepth int
+	// SessionRoom, when set, is how many more files the session may store
+	// (its limit less what its steps stored before); -1 is none.
+	SessionRoom int
 }
 
 func (l WorkspaceLimits) withDefaults() WorkspaceLimits {
@@ -82,6 +85,10 @@ func (l WorkspaceLimits) checkRoom(r *os.Root, rel string, size int64) error {
 	})
 	if err != nil {
 		return accessError(WriteFile, ".", err)
+	}
+	if l.SessionRoom != 0 && files+1 > max(l.SessionRoom, 0) && replaced < 0 {
+		return fmt.Errorf("%s: the session's workspaces hold as many files as it may store; the file was not written. "+
+			"Put more in fewer files, or replace a file you wrote", WriteFile)
 	}
 	if files+1 > l.Files && replaced < 0 {
 		return fmt.Errorf("%s: your workspace holds %d files, the limit for one step is %d; the file was not written. "+
