@@ -272,3 +272,21 @@ func TestStepModeBoundsTheSessionsFiles(t *testing.T) {
 	assert.Equal(t, 10, stored(1))
 	assert.Equal(t, 5, stored(2), "the session had room for 5 more files")
 }
+
+// A careless operator's malformed limit stops the process that would run
+// steps before any step, naming the variable.
+func TestMalformedLimitStopsBeforeAnyStep(t *testing.T) {
+	setStepKey(t)
+	srv := llmtest.Start(t, llmtest.Call("new_answer", `{"content":"x"}`))
+	dir := t.TempDir()
+	for name, value := range map[string]string{"CONCLAVE_MAX_REPLY_BYTES": "0", "CONCLAVE_MAX_TRACE_BYTES": "1k", "CONCLAVE_MAX_TOOL_CALLS": "-1"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, value)
+			code, _, errs := runCLI(t, "step", "--session-dir", filepath.Join(dir, "s"), "--config", agentConfig(t, dir, "agent_a", srv.URL()),
+				"--agents", "agent_a", "--automation", "task")
+			assert.Equal(t, 1, code)
+			assert.Contains(t, errs, name)
+		})
+	}
+	assert.Equal(t, 0, srv.Count())
+}

@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/step"
 )
 
 // Variables that extend a worker's egress rule where no flag is given:
@@ -63,6 +66,9 @@ func (f *egressFlags) egress() (config.Egress, error) {
 	if err != nil {
 		return config.Egress{}, fmt.Errorf("--allow-key-env/--allow-model-host: %w", err)
 	}
+	if err := checkLimits(os.Getenv); err != nil {
+		return config.Egress{}, err
+	}
 	return e.WithPrivateHosts(f.privateHosts()), nil
 }
 
@@ -73,6 +79,9 @@ func egressFromEnv(getenv func(string) string) (config.Egress, error) {
 	e, err := config.NewEgress(f.keyEnvs, f.hosts)
 	if err != nil {
 		return config.Egress{}, fmt.Errorf("%s/%s: %w", envAllowKeyEnv, envAllowModelHosts, err)
+	}
+	if err := checkLimits(getenv); err != nil {
+		return config.Egress{}, err
 	}
 	return e.WithPrivateHosts(f.privateHosts()), nil
 }
@@ -85,4 +94,15 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// checkLimits reads the operator's limits (docs/operations.md#limits) once
+// where a process that runs agent steps starts, so a malformed value stops
+// it there instead of failing every step.
+func checkLimits(getenv func(string) string) error {
+	if _, err := llm.LimitsFromEnv(getenv); err != nil {
+		return err
+	}
+	_, err := step.LimitsFromEnv(getenv)
+	return err
 }

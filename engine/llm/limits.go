@@ -21,6 +21,10 @@ const (
 	// retry: a session's agents run side by side, and one parked for an
 	// hour holds the whole session up.
 	DefaultRetryAfter = 2 * time.Minute
+	// DefaultToolCalls bounds the tool calls of one reply: each is answered
+	// with a result in the transcript, so their number multiplies the
+	// result limit.
+	DefaultToolCalls = 128
 )
 
 // eventSlack is what one stream event may hold besides the reply text
@@ -45,6 +49,8 @@ type Limits struct {
 	// past the limit, so the engine refuses the call and tells the model,
 	// instead of failing the step.
 	CallArgBytes int
+	// ToolCalls bounds the tool calls of one reply.
+	ToolCalls int
 	// RetryAfter bounds the wait a server may ask for (Retry-After). A
 	// longer one fails the call for good: the session goes on without
 	// the agent instead of waiting.
@@ -63,6 +69,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.RetryAfter <= 0 {
 		l.RetryAfter = DefaultRetryAfter
+	}
+	if l.ToolCalls <= 0 {
+		l.ToolCalls = DefaultToolCalls
 	}
 	return l
 }
@@ -125,32 +134,33 @@ const (
 	EnvMaxReplyBytes   = "CONCLAVE_MAX_REPLY_BYTES"
 	EnvMaxReplySeconds = "CONCLAVE_MAX_REPLY_SECONDS"
 	EnvMaxRetryAfter   = "CONCLAVE_MAX_RETRY_AFTER_SECONDS"
+	EnvMaxToolCalls    = "CONCLAVE_MAX_TOOL_CALLS"
 )
 
 // LimitsFromEnv reads the operator's Limits through getenv; an unset
 // variable keeps the default, a malformed one is an error naming it.
 func LimitsFromEnv(getenv func(string) string) (Limits, error) {
 	var l Limits
-	if v := strings.TrimSpace(getenv(EnvMaxReplyBytes)); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1024 {
-			return Limits{}, fmt.Errorf("%s=%q is not a number of bytes of at least 1024, e.g. %d", EnvMaxReplyBytes, v, DefaultReplyBytes)
+	for _, v := range []struct {
+		name     string
+		min, max int64
+		def      int64
+		set      func(int64)
+	}{
+		{EnvMaxReplyBytes, 1 << 10, 1 << 40, DefaultReplyBytes, func(n int64) { l.ReplyBytes = n }},
+		{EnvMaxReplySeconds, 1, 24 * 3600, int64(DefaultReplyDuration / time.Second), func(n int64) { l.ReplyDuration = time.Duration(n) * time.Second }},
+		{EnvMaxRetryAfter, 1, 24 * 3600, int64(DefaultRetryAfter / time.Second), func(n int64) { l.RetryAfter = time.Duration(n) * time.Second }},
+		{EnvMaxToolCalls, 1, 10000, DefaultToolCalls, func(n int64) { l.ToolCalls = int(n) }},
+	} {
+		raw := strings.TrimSpace(getenv(v.name))
+		if raw == "" {
+			continue
 		}
-		l.ReplyBytes = n
-	}
-	if v := strings.TrimSpace(getenv(EnvMaxReplySeconds)); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 || n > 24*3600 {
-			return Limits{}, fmt.Errorf("%s=%q is not a number of seconds from 1 to 86400, e.g. %d", EnvMaxReplySeconds, v, int(DefaultReplyDuration.Seconds()))
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < v.min || n > v.max {
+			return Limits{}, fmt.Errorf("%s=%q is not a whole number from %d to %d, e.g. %d", v.name, raw, v.min, v.max, v.def)
 		}
-		l.ReplyDuration = time.Duration(n) * time.Second
-	}
-	if v := strings.TrimSpace(getenv(EnvMaxRetryAfter)); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 || n > 24*3600 {
-			return Limits{}, fmt.Errorf("%s=%q is not a number of seconds from 1 to 86400, e.g. %d", EnvMaxRetryAfter, v, int(DefaultRetryAfter.Seconds()))
-		}
-		l.RetryAfter = time.Duration(n) * time.Second
+		v.set(n)
 	}
 	return l.withDefaults(), nil
 }

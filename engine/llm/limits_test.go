@@ -217,3 +217,18 @@ func TestRetryAfterIsCapped(t *testing.T) {
 	assert.True(t, IsRetryable(err))
 	assert.Equal(t, 30*time.Second, RetryAfter(err))
 }
+
+// Found by attacking the limits: a reply of tens of thousands of tiny tool
+// calls stayed under the byte limit, and each call's result went into the
+// transcript. One reply may make at most ToolCalls calls.
+func TestToolCallsPerReplyAreBounded(t *testing.T) {
+	var calls []llmtest.ToolCall
+	for range 500 {
+		calls = append(calls, llmtest.ToolCall{Name: "list_files", Arguments: "{}"})
+	}
+	s := llmtest.Start(t, llmtest.Calls(calls...))
+	_, err := limitedModel(t, s.URL(), Limits{ToolCalls: 100}).Complete(context.Background(), Request{Messages: hello})
+	require.Error(t, err)
+	assert.True(t, IsReplyLimit(err))
+	assert.Contains(t, err.Error(), "more than 100 tool calls (tool calls limit)")
+}

@@ -198,6 +198,9 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		for _, c := range chunk.Choices {
 			text += int64(len(c.Delta.Content) + len(c.Delta.Refusal))
 			for _, tc := range c.Delta.ToolCalls {
+				if tc.Index >= int64(m.limits.ToolCalls) || tc.Index < 0 {
+					return Response{}, m.limitError(model, fmt.Sprintf("it made more than %d tool calls (tool calls limit); make fewer, larger calls", m.limits.ToolCalls))
+				}
 				text += int64(len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments))
 				args[tc.Index] += len(tc.Function.Arguments)
 				if args[tc.Index] > m.limits.CallArgBytes && len(acc.Choices) > 0 {
