@@ -118,6 +118,13 @@ func NewEgress(keyEnvs, hosts []string) (Egress, error) {
 		if strings.Contains(h, "/") || strings.Contains(h, "@") {
 			return Egress{}, fmt.Errorf("allowed model host %q must be a host name, host:port or *.domain, not a URL", h)
 		}
+		name := h
+		if host, _, err := net.SplitHostPort(h); err == nil {
+			name = host
+		}
+		if ClassifyHost(name) == LinkLocal {
+			return Egress{}, fmt.Errorf("allowed model host %s is refused: it is a link-local or cloud metadata address, which no worker ever calls", h)
+		}
 		e.hosts = append(e.hosts, h)
 	}
 	return e, nil

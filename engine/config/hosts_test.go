@@ -115,3 +115,14 @@ func TestConfigRefusesMetadataBaseURL(t *testing.T) {
 		assert.Contains(t, err.Error(), "link-local or cloud metadata address", host)
 	}
 }
+
+// A careless operator cannot list a metadata address as a model host.
+func TestNewEgressRefusesMetadataHosts(t *testing.T) {
+	for _, h := range []string{"169.254.169.254", "169.254.169.254:80", "metadata.google.internal", "[fd00:ec2::254]:80", "0xa9fea9fe"} {
+		_, err := NewEgress(nil, []string{h})
+		require.Error(t, err, h)
+		assert.Contains(t, err.Error(), "link-local or cloud metadata", h)
+	}
+	_, err := NewEgress(nil, []string{"127.0.0.1:8000", "models.internal", "*.openai.azure.com"})
+	require.NoError(t, err)
+}
