@@ -54,6 +54,9 @@ func ClaimStep(ctx context.Context, st storage.Store, agent string, step int, no
 	}
 	key := ClaimKey(agent, step)
 	err = st.Create(ctx, key, append(data, '\n'))
+	if errors.Is(err, storage.ErrExists) && takeOverDead(ctx, st, key, host) {
+		err = st.Create(ctx, key, append(data, '\n'))
+	}
 	if err == nil {
 		// A run that read the session before another stored this step
 		// would otherwise take the folder as soon as that run let go.
@@ -75,7 +78,7 @@ func ClaimStep(ctx context.Context, st storage.Store, agent string, step int, no
 		holder = fmt.Sprintf("the run started %s on host %q (pid %d)", have.Timestamp, have.Host, have.PID)
 	}
 	return "", fmt.Errorf("%w: %s: step %d of %s is being run by %s; run one step of an agent at a time and wait for it to end, "+
-		"or, if no step of %s is running any more (it was killed), remove that file and run again", ErrClaimed, key, step, agent, holder, agent)
+		"or, if no step of %s is running any more (it was killed on another machine), remove that file and run again", ErrClaimed, key, step, agent, holder, agent)
 }
 
 // CheckStepClaim reports whether token still holds the folder, before a run
@@ -115,4 +118,26 @@ func hasAction(ctx context.Context, st storage.Store, agent string, step int) (b
 		}
 	}
 	return false, nil
+}
+
+// takeOverDead removes a claim left by a run of this host whose process is
+// gone (killed), so that relaunching an interrupted step on the same
+// machine resumes it as before; it reports whether it did. A claim from
+// another host is left to a person: its process cannot be checked.
+func takeOverDead(ctx context.Context, st storage.Store, key, host string) bool {
+	data, err := st.Get(ctx, key)
+	if err != nil {
+		return false
+	}
+	var have ClaimFile
+	if json.Unmarshal(data, &have) != nil || host == "" || have.Host != host || have.PID <= 0 || processAlive(have.PID) {
+		return false
+	}
+	// Read again right before removing: another run may have taken it
+	// over meanwhile, and its claim must stay.
+	again, err := st.Get(ctx, key)
+	if err != nil || string(again) != string(data) {
+		return false
+	}
+	return st.Delete(ctx, key) == nil
 }

@@ -2,6 +2,9 @@ package session
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -42,4 +45,31 @@ func TestClaimStepRefusesAStoredStep(t *testing.T) {
 	assert.Contains(t, err.Error(), "was stored by another run meanwhile")
 	_, err = st.Get(ctx, ClaimKey("agent_a", 1))
 	require.Error(t, err, "the refused claim is removed")
+}
+
+// A claim left by a killed run of this machine is taken over, so that an
+// interrupted step relaunched resumes; a live run's claim, or another
+// machine's, is not.
+func TestClaimStepTakesOverADeadRunsClaim(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newStore(t)
+	host, _ := os.Hostname()
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	for _, c := range []struct {
+		name string
+		f    ClaimFile
+		take bool
+	}{
+		{"killed run here", ClaimFile{Token: "old", Host: host, PID: dead.Process.Pid}, true},
+		{"live run here", ClaimFile{Token: "old", Host: host, PID: os.Getpid()}, false},
+		{"run elsewhere", ClaimFile{Token: "old", Host: host + "-other", PID: dead.Process.Pid}, false},
+	} {
+		data, err := json.Marshal(c.f)
+		require.NoError(t, err)
+		require.NoError(t, st.Put(ctx, ClaimKey("agent_a", 1), data))
+		_, err = ClaimStep(ctx, st, "agent_a", 1, time.Now())
+		assert.Equal(t, c.take, err == nil, "%s: %v", c.name, err)
+		require.NoError(t, st.Delete(ctx, ClaimKey("agent_a", 1)))
+	}
 }
