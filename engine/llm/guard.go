@@ -42,10 +42,16 @@ func guardedClient(g Guard) *http.Client {
 	if g == nil {
 		return c
 	}
+	proxies := proxyAddrs(t)
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, err
+		}
+		if proxies[addr] {
+			// The operator's proxy (HTTPS_PROXY…): connecting to it is
+			// their decision; the request's own URL was checked.
+			return (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext(ctx, network, addr)
 		}
 		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second,
 			Control: func(_, address string, _ syscall.RawConn) error {
@@ -70,4 +76,25 @@ func guardedClient(g Guard) *http.Client {
 		return nil
 	}
 	return c
+}
+
+// proxyAddrs are the host:port addresses of the proxies t sends requests
+// through (from the environment, as http.ProxyFromEnvironment reads it).
+func proxyAddrs(t *http.Transport) map[string]bool {
+	out := map[string]bool{}
+	if t.Proxy == nil {
+		return out
+	}
+	for _, scheme := range []string{"http", "https"} {
+		u, err := t.Proxy(&http.Request{URL: &url.URL{Scheme: scheme, Host: "model.example"}})
+		if err != nil || u == nil {
+			continue
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443", "socks5": "1080"}[u.Scheme]
+		}
+		out[net.JoinHostPort(u.Hostname(), port)] = true
+	}
+	return out
 }

@@ -80,3 +80,14 @@ func TestGuardChecksRedirects(t *testing.T) {
 	assert.Equal(t, 0, target.Count())
 
 }
+
+// The operator's proxy is connected to whatever its address: with
+// HTTPS_PROXY on a private address every call would otherwise be refused.
+func TestProxyAddrs(t *testing.T) {
+	p, _ := url.Parse("http://10.0.0.8:3128")
+	got := proxyAddrs(&http.Transport{Proxy: http.ProxyURL(p)})
+	assert.Equal(t, map[string]bool{"10.0.0.8:3128": true}, got)
+	q, _ := url.Parse("http://proxy.internal")
+	assert.True(t, proxyAddrs(&http.Transport{Proxy: http.ProxyURL(q)})["proxy.internal:80"])
+	assert.Empty(t, proxyAddrs(&http.Transport{}))
+}
