@@ -238,13 +238,13 @@ func (p *policy) Tools(_ *Transcript, files agent.Files) []tools.Spec {
 // Handle answers the tool calls of the model's latest message, in order,
 // and decides whether the step is over. An answer without tool calls
 // completes it.
-func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files agent.Files) (agent.Turn, error) {
+func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, files agent.Files) (agent.Turn, error) {
 	var turn agent.Turn
 	var done *pipeline.Completion
 	unknown, refused := "", ""
 	allRefused := len(msg.ToolCalls) > 0
 	for _, c := range msg.ToolCalls {
-		res, known := p.call(t, c, files, &done)
+		res, known := p.call(ctx, t, c, files, &done)
 		if !known {
 			unknown = c.Name
 		}
@@ -322,7 +322,7 @@ func (p *policy) transfer(t *Transcript, text string) *Outcome {
 
 // call answers one tool call; known is false for a tool the step does not
 // offer.
-func (p *policy) call(t *Transcript, c llm.ToolCall, files agent.Files, done **pipeline.Completion) (res tools.Result, known bool) {
+func (p *policy) call(ctx context.Context, t *Transcript, c llm.ToolCall, files agent.Files, done **pipeline.Completion) (res tools.Result, known bool) {
 	g, from := p.in.Graph, p.step.Name
 	if err := tools.CheckOmitted(c.Name, c.Arguments); err != nil {
 		return tools.Result{Content: err.Error(), IsError: true}, true
@@ -355,7 +355,7 @@ func (p *policy) call(t *Transcript, c llm.ToolCall, files agent.Files, done **p
 		t.State.Pending = &pipeline.Request{Kind: kind, Target: target}
 		return tools.Result{Content: msg}, true
 	}
-	if res, ok := files.Call(c); ok {
+	if res, ok := files.Call(ctx, c); ok {
 		return res, true
 	}
 	return tools.Result{Content: fmt.Sprintf("there is no tool %q in step %q; use only the tools offered", c.Name, from), IsError: true}, false
