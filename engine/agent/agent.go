@@ -52,6 +52,17 @@ type Policy[S any] interface {
 // errorPrefix starts the tool message of an error result.
 const errorPrefix = "Error: "
 
+// limitNotice starts the message that tells a model its reply was stopped
+// by a limit of the worker (llm.Limits).
+const limitNotice = "Your previous reply was not received: "
+
+// afterLimitNotice reports whether the model was just told that its reply
+// went over a limit: a second such reply in a row ends the step.
+func (r *run[S]) afterLimitNotice() bool {
+	last := r.t.Messages[len(r.t.Messages)-1]
+	return last.Role == llm.RoleUser && strings.HasPrefix(last.Content, limitNotice)
+}
+
 // Turn is how a policy answers one model reply.
 type Turn struct {
 	// Results answer the reply's tool calls one for one, in order; an error
@@ -160,6 +171,17 @@ func (r *run[S]) loop(ctx context.Context) error {
 			Model: r.cfg.ModelName, Messages: r.t.Messages, Tools: llmTools(r.p.Tools(r.t, r.cfg.Files)),
 			Temperature: r.cfg.Temperature, MaxTokens: r.cfg.MaxTokens, OnChunk: r.cfg.OnChunk,
 		})
+		if llm.IsReplyLimit(err) && !r.afterLimitNotice() {
+			// Stopped for its size or time: the model is told once, and
+			// fails the step if it does it again.
+			r.t.Messages = append(r.t.Messages, llm.Message{Role: llm.RoleUser, Content: limitNotice + err.Error() +
+				". Reply again, shorter: call one of your tools with arguments well under the limit."})
+			r.t.Turns++
+			if err := r.checkpoint(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}

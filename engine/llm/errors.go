@@ -223,6 +223,10 @@ func (m *OpenAI) protocolError(res *http.Response, head string) *Error {
 		m.baseURL, ct, m.redact(head))}
 }
 
+// maxErrorBody is how much of an error reply is read: an OpenAI error
+// object is a few hundred bytes.
+const maxErrorBody = 64 << 10
+
 // headBytes is how much of a reply's body is kept to recognise and quote a
 // reply that is not a stream.
 const headBytes = 200
@@ -230,14 +234,23 @@ const headBytes = 200
 // bodyHead keeps the first bytes of a successful reply's body as the
 // stream decoder reads it.
 type bodyHead struct {
-	buf []byte
+	buf   []byte
+	limit eventLimiter
 }
 
 // record is a client middleware that tees the body of a 200 reply into h.
 func (h *bodyHead) record(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	res, err := next(req)
-	if err == nil && res != nil && res.StatusCode == http.StatusOK && res.Body != nil {
+	switch {
+	case err != nil || res == nil || res.Body == nil:
+	case res.StatusCode == http.StatusOK:
 		res.Body = &headReader{ReadCloser: res.Body, h: h}
+	default:
+		// An error body is read whole by the client: only its start is kept.
+		res.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(res.Body, maxErrorBody), res.Body}
 	}
 	return res, err
 }
@@ -249,6 +262,9 @@ type headReader struct {
 
 func (r *headReader) Read(p []byte) (int, error) {
 	n, err := r.ReadCloser.Read(p)
+	if lerr := r.h.limit.scan(p[:n]); lerr != nil {
+		return 0, lerr
+	}
 	if room := headBytes - len(r.h.buf); room > 0 {
 		r.h.buf = append(r.h.buf, p[:min(n, room)]...)
 	}

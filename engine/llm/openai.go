@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -39,6 +40,8 @@ type Config struct {
 	// Params are sent with every request, in addition to what the Request
 	// itself sets.
 	Params Params `json:"params,omitzero"`
+	// Limits bound each call's reply; zero fields take the defaults.
+	Limits Limits `json:"-"`
 	// HTTPClient replaces the default client (tests, proxies).
 	HTTPClient *http.Client `json:"-"`
 }
@@ -73,6 +76,7 @@ type OpenAI struct {
 	// models reject max_tokens), while many compatible servers only know
 	// max_tokens.
 	maxCompletionTokens bool
+	limits              Limits
 	svc                 openai.ChatCompletionService
 	// redact removes the key from server-provided text. The key lives only in
 	// this closure and in the client's options, never in a field that could
@@ -114,6 +118,7 @@ func New(cfg Config, apiKey string) (*OpenAI, error) {
 		prices:              cfg.Prices,
 		defaults:            cfg.Params,
 		maxCompletionTokens: u.Host == "api.openai.com" || strings.HasSuffix(u.Host, ".openai.azure.com"),
+		limits:              cfg.Limits.withDefaults(),
 		// The service is built directly, not through openai.NewClient, so
 		// ambient OPENAI_* variables (base URL, organization, custom headers)
 		// cannot redirect or decorate a request the config describes.
@@ -162,7 +167,10 @@ func defaultHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// Complete streams one completion and accumulates it into a Response.
+// Complete streams one completion and accumulates it into a Response. The
+// reply is bounded by the model's Limits as it streams: over ReplyBytes or
+// ReplyDuration the call stops and fails with an ErrReplyLimit error; a tool
+// call over CallArgBytes stops the reply there and returns it.
 func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	model := req.Model
 	if model == "" {
@@ -172,23 +180,47 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
+	callCtx, cancel := context.WithTimeoutCause(ctx, m.limits.ReplyDuration, ErrReplyLimit)
+	defer cancel()
 	var res *http.Response
-	var head bodyHead
-	stream := m.svc.NewStreaming(ctx, params, option.WithResponseInto(&res), option.WithMiddleware(head.record))
+	head := bodyHead{limit: eventLimiter{max: m.limits.maxEvent()}}
+	stream := m.svc.NewStreaming(callCtx, params, option.WithResponseInto(&res), option.WithMiddleware(head.record))
 	defer func() { _ = stream.Close() }()
 
 	var acc openai.ChatCompletionAccumulator
+	var text int64
+	args := map[int64]int{}
 	chunks := 0
 	for stream.Next() {
 		chunks++
-		if !acc.AddChunk(stream.Current()) {
+		chunk := stream.Current()
+		if !acc.AddChunk(chunk) {
 			return Response{}, &Error{Cause: fmt.Sprintf("%s sent a stream chunk that does not fit the answer so far: the server is not OpenAI-compatible enough", m.baseURL)}
 		}
 		if req.OnChunk != nil {
 			req.OnChunk()
 		}
+		for _, c := range chunk.Choices {
+			text += int64(len(c.Delta.Content) + len(c.Delta.Refusal))
+			for _, tc := range c.Delta.ToolCalls {
+				text += int64(len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments))
+				args[tc.Index] += len(tc.Function.Arguments)
+				if args[tc.Index] > m.limits.CallArgBytes && len(acc.Choices) > 0 {
+					return m.cutAtCall(model, &acc, tc.Index), nil
+				}
+			}
+		}
+		if text > m.limits.ReplyBytes {
+			return Response{}, m.limitError(model, fmt.Sprintf("its text went over %d bytes (reply bytes limit)", m.limits.ReplyBytes))
+		}
 	}
 	if err := stream.Err(); err != nil {
+		switch {
+		case ctx.Err() == nil && context.Cause(callCtx) == ErrReplyLimit:
+			return Response{}, m.limitError(model, fmt.Sprintf("it took longer than %s (reply duration limit)", m.limits.ReplyDuration))
+		case errors.Is(err, errEventTooLarge):
+			return Response{}, m.limitError(model, fmt.Sprintf("one stream event went over %d bytes (twice the reply bytes limit)", m.limits.maxEvent()))
+		}
 		return Response{}, m.classify(ctx, err, res, model)
 	}
 	if err := ctx.Err(); err != nil {
@@ -205,4 +237,23 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 			Cause: fmt.Sprintf("the stream from %s ended before the model finished its answer", m.baseURL)}
 	}
 	return m.response(model, &acc), nil
+}
+
+// cutAtCall ends a reply whose tool call at index went over CallArgBytes:
+// the reply so far, up to that call, whose arguments are kept only up to
+// just past the limit (the engine refuses such a call and tells the model).
+// Later calls had not begun: a call's arguments stream before the next.
+func (m *OpenAI) cutAtCall(model string, acc *openai.ChatCompletionAccumulator, index int64) Response {
+	resp := m.response(model, acc)
+	keep := resp.Message.ToolCalls[:0]
+	for i, c := range resp.Message.ToolCalls {
+		keep = append(keep, c)
+		if int64(i) == index || len(c.Arguments) > m.limits.CallArgBytes {
+			keep[len(keep)-1].Arguments = c.Arguments[:min(len(c.Arguments), m.limits.CallArgBytes+1)]
+			break
+		}
+	}
+	resp.Message.ToolCalls = keep
+	resp.FinishReason = "tool_calls"
+	return resp
 }

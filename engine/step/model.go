@@ -3,6 +3,7 @@ package step
 import (
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/tools"
 )
 
 // NewModel builds the model of one configured agent, reading its key from
@@ -25,8 +26,13 @@ func NewModel(cfg *config.Config, agent *config.Agent, getenv func(string) strin
 	if err != nil {
 		return nil, err
 	}
+	limits, err := llm.LimitsFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	limits.CallArgBytes = tools.MaxCallBytes
 	return llm.NewFromEnv(llm.Config{
 		Model: b.Model, BaseURL: base, APIKeyEnv: b.APIKeyEnv, Prices: prices,
-		KeyRequired: b.KeyRequired(), Params: params,
+		KeyRequired: b.KeyRequired(), Params: params, Limits: limits,
 	}, getenv)
 }

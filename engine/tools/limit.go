@@ -46,6 +46,6 @@ func CheckOmitted(tool, args string) error {
 	if !ok {
 		return nil
 	}
-	return fmt.Errorf("%s: the arguments were %d bytes, over the %d-byte limit for one tool call; the call was not run and its arguments were not kept. "+
-		"Call %s again with less: write a large file in several parts (several files), keep an answer under the limit", tool, size, MaxCallBytes, tool)
+	return fmt.Errorf("%s: the arguments went over the %d-byte limit for one tool call (%d bytes were received before the reply was stopped); the call was not run and its arguments were not kept. "+
+		"Call %s again with less: write a large file in several parts (several files), keep an answer under the limit", tool, MaxCallBytes, size, tool)
 }

@@ -28,5 +28,5 @@ func TestOmittedArgumentsAreNeverRun(t *testing.T) {
 	list, _ := Workspace{Dir: dir}.Call(ListFiles, "")
 	require.Equal(t, "(no files)\n", list.Content)
 	_, err := ParseNewAnswer(p)
-	require.ErrorContains(t, err, "new_answer: the arguments were")
+	require.ErrorContains(t, err, "new_answer: the arguments went over")
 }

@@ -34,6 +34,18 @@ type Reply struct {
 	// (for a non-streaming call: after half the body), to simulate a
 	// connection lost mid-answer.
 	DropAfterChunks int
+
+	// Endless keeps streaming after the reply's text, never finishing: the
+	// text again and again as content, or, with ToolCalls, the last call's
+	// arguments again and again, until the client goes away. It plays a
+	// model that never stops (or a hostile server).
+	Endless bool
+	// Every pauses between streamed chunks (a slow, trickling reply).
+	Every time.Duration
+	// Body, with Status 0 or 200, is sent as it is instead of a completion,
+	// with ContentType (default text/plain): a server that is not a model.
+	Body        string
+	ContentType string
 }
 
 // Rule matches requests and says how to answer them. Rules are built from a
@@ -137,6 +149,12 @@ func (r Rule) WithoutType() Rule { r.reply.OmitType = true; return r }
 
 // DropAfter aborts the connection after n stream chunks.
 func (r Rule) DropAfter(n int) Rule { r.reply.DropAfterChunks = n; return r }
+
+// Forever makes the reply Endless.
+func (r Rule) Forever() Rule { r.reply.Endless = true; return r }
+
+// Trickle pauses d between streamed chunks.
+func (r Rule) Trickle(d time.Duration) Rule { r.reply.Every = d; return r }
 
 func (r Rule) matches(req Request) bool {
 	if r.model != "" && req.Model != r.model {

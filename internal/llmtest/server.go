@@ -164,8 +164,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		drop(w)
 	case reply.Status >= 400:
 		writeError(w, reply)
+	case reply.Body != "":
+		writeBody(w, reply)
 	case req.Stream:
-		s.writeStream(w, req, reply)
+		s.writeStream(r.Context(), w, req, reply)
 	default:
 		writeCompletion(w, req, reply)
 	}

@@ -1,10 +1,13 @@
 package llmtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // created is a fixed timestamp so that replies are byte-for-byte deterministic.
@@ -106,6 +109,8 @@ func writeCompletion(w http.ResponseWriter, req Request, reply Reply) {
 
 // streamWriter writes SSE chunks and counts them for DropAfterChunks.
 type streamWriter struct {
+	ctx     context.Context
+	every   time.Duration
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	base    wireCompletion
@@ -114,6 +119,9 @@ type streamWriter struct {
 }
 
 func (sw *streamWriter) send(v any) {
+	if sw.every > 0 && !wait(sw.ctx, sw.every) {
+		abort()
+	}
 	data, _ := json.Marshal(v)
 	_, _ = fmt.Fprintf(sw.w, "data: %s\n\n", data)
 	_ = sw.rc.Flush()
@@ -132,7 +140,7 @@ func (sw *streamWriter) delta(d wireReplyMsg, finish *string) {
 // writeStream mimics OpenAI's chunk sequence: a role chunk, text pieces, for
 // each tool call a header chunk (index, id, type, name) followed by argument
 // fragments, a finish chunk, an optional usage chunk, then [DONE].
-func (s *Server) writeStream(w http.ResponseWriter, req Request, reply Reply) {
+func (s *Server) writeStream(ctx context.Context, w http.ResponseWriter, req Request, reply Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -141,6 +149,7 @@ func (s *Server) writeStream(w http.ResponseWriter, req Request, reply Reply) {
 		size = 16
 	}
 	sw := &streamWriter{
+		ctx: ctx, every: reply.Every,
 		w: w, rc: http.NewResponseController(w), dropAt: reply.DropAfterChunks,
 		base: wireCompletion{ID: completionID(req), Object: "chat.completion.chunk", Created: created, Model: req.Model},
 	}
@@ -149,12 +158,22 @@ func (s *Server) writeStream(w http.ResponseWriter, req Request, reply Reply) {
 	for _, piece := range split(reply.Text, size) {
 		sw.delta(wireReplyMsg{Content: &piece}, nil)
 	}
-	for i, call := range toolCalls(req, reply) {
+	if reply.Endless && len(reply.ToolCalls) == 0 {
+		sw.forever(func() { sw.delta(wireReplyMsg{Content: &reply.Text}, nil) })
+	}
+	calls := toolCalls(req, reply)
+	for i, call := range calls {
 		index := i
 		head := wireToolCall{Index: &index, ID: call.ID, Type: call.Type, Function: wireFunction{Name: call.Function.Name}}
 		sw.delta(wireReplyMsg{ToolCalls: []wireToolCall{head}}, nil)
 		for _, frag := range split(call.Function.Arguments, size) {
 			sw.delta(wireReplyMsg{ToolCalls: []wireToolCall{{Index: &index, Function: wireFunction{Arguments: frag}}}}, nil)
+		}
+		if reply.Endless && i == len(calls)-1 {
+			args := call.Function.Arguments
+			sw.forever(func() {
+				sw.delta(wireReplyMsg{ToolCalls: []wireToolCall{{Index: &index, Function: wireFunction{Arguments: args}}}}, nil)
+			})
 		}
 	}
 	sw.delta(wireReplyMsg{}, finishReason(reply))
@@ -166,6 +185,25 @@ func (s *Server) writeStream(w http.ResponseWriter, req Request, reply Reply) {
 	}
 	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 	_ = sw.rc.Flush()
+}
+
+// forever repeats send until the client goes away, then aborts the
+// connection (an endless reply has no end to write).
+func (sw *streamWriter) forever(send func()) {
+	for sw.ctx.Err() == nil {
+		send()
+	}
+	abort()
+}
+
+// writeBody answers 200 with a body that is not a completion.
+func writeBody(w http.ResponseWriter, reply Reply) {
+	ct := reply.ContentType
+	if ct == "" {
+		ct = "text/plain"
+	}
+	w.Header().Set("Content-Type", ct)
+	_, _ = io.WriteString(w, reply.Body)
 }
 
 // split cuts s into pieces of at most n runes.
