@@ -218,8 +218,9 @@ func (r *run[S]) handle(ctx context.Context, reply llm.Message) (done bool, err 
 		return true, fmt.Errorf("agent: the policy answered %d of %d tool calls", len(turn.Results), len(reply.ToolCalls))
 	}
 	for i, c := range reply.ToolCalls {
-		content := Quote(turn.Results[i].Content) // tool output is untrusted
-		if turn.Results[i].IsError {
+		res := tools.Cap(turn.Results[i], tools.MaxResultBytes)
+		content := Quote(res.Content) // tool output is untrusted
+		if res.IsError {
 			content = errorPrefix + content
 		}
 		r.t.Messages = append(r.t.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content})

@@ -4,11 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/tools"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 )
 
@@ -48,4 +50,26 @@ func TestSecondReplyOverALimitFailsTheStep(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, llm.IsReplyLimit(err), "%v", err)
 	assert.Equal(t, 2, s.Count())
+}
+
+// big answers every call with a result far over the result limit.
+type big struct{ finish }
+
+func (big) Handle(_ context.Context, t *Transcript[finishState], reply llm.Message, _ Files) (Turn, error) {
+	t.State.Done = true
+	return Turn{Done: true, Results: []tools.Result{{Content: strings.Repeat("é", tools.MaxResultBytes)}}}, nil
+}
+
+// Every tool result reaches the model cut to the result limit, whatever
+// tool produced it.
+func TestToolResultsAreCapped(t *testing.T) {
+	t.Parallel()
+	m := &script{replies: []llm.Message{{ToolCalls: []llm.ToolCall{{ID: "1", Name: "anything", Arguments: "{}"}}}}}
+	tr, err := Run(context.Background(), Config[finishState]{Model: m, MaxTurns: 2, Messages: opening()}, big{})
+	require.NoError(t, err)
+	res := tr.Messages[len(tr.Messages)-1]
+	require.Equal(t, llm.RoleTool, res.Role)
+	assert.LessOrEqual(t, len(res.Content), tools.MaxResultBytes)
+	assert.True(t, utf8.ValidString(res.Content))
+	assert.Contains(t, res.Content, "limit for one tool result")
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxCallBytes bounds the JSON arguments of one tool call, whatever the
@@ -48,4 +49,26 @@ func CheckOmitted(tool, args string) error {
 	}
 	return fmt.Errorf("%s: the arguments went over the %d-byte limit for one tool call (%d bytes were received before the reply was stopped); the call was not run and its arguments were not kept. "+
 		"Call %s again with less: write a large file in several parts (several files), keep an answer under the limit", tool, MaxCallBytes, size, tool)
+}
+
+// MaxResultBytes bounds one tool result as the model receives it, whatever
+// the tool: every result passes through Cap before it enters the
+// transcript, so a tool that returns more (a future MCP server, a command's
+// output) cannot grow the context, the checkpoint or the worker's memory
+// past it. It leaves room for a whole file at DefaultMaxFileBytes.
+const MaxResultBytes = DefaultMaxFileBytes + 16<<10
+
+// Cap cuts res.Content to at most limit bytes, at a rune boundary, and says
+// so at the end, so the model knows it holds only the beginning.
+func Cap(res Result, limit int) Result {
+	if len(res.Content) <= limit {
+		return res
+	}
+	note := fmt.Sprintf("\n[the result was %d bytes and is cut here, at the %d-byte limit for one tool result; ask for less]", len(res.Content), limit)
+	keep := limit - len(note)
+	for keep > 0 && !utf8.RuneStart(res.Content[keep]) {
+		keep--
+	}
+	res.Content = res.Content[:max(keep, 0)] + note
+	return res
 }
