@@ -74,6 +74,9 @@ func (r *run[S]) durableCall(msg int) func(ctx context.Context, c llm.ToolCall) 
 			// Cancelled or fenced: the call stays started, not completed.
 			return res
 		}
+		// Capped here already, so that the checkpoint holds no more than
+		// the model will see.
+		res = tools.Cap(res, tools.MaxResultBytes)
 		rec.Result, rec.Millis = &res, time.Since(start).Milliseconds()
 		r.t.tally(c.Name, res.IsError, rec.Millis)
 		if r.cfg.OnToolCall != nil {

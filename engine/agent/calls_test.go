@@ -81,10 +81,6 @@ func toolReply(calls ...string) llm.Message {
 	return m
 }
 
-func opening() []llm.Message {
-	return []llm.Message{{Role: llm.RoleSystem, Content: "s"}, {Role: llm.RoleUser, Content: "u"}}
-}
-
 // A worker that dies during the second call of a reply: the resumed step
 // does not repeat the first (completed, checkpointed) call, runs the second
 // once more with the same idempotency key, and pays for no model call twice.
