@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -53,6 +54,9 @@ type Telemetry struct {
 	tracers *sdktrace.TracerProvider // nil without an OTLP endpoint
 	tracer  trace.Tracer
 	m       *instruments
+	// toolsOnce makes the tool call instruments (tools.go) on first use.
+	toolsOnce sync.Once
+	toolsIn   *toolInstruments
 }
 
 // New sets up metrics, and traces when an OTLP endpoint is configured.

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/tools"
@@ -110,8 +109,6 @@ type Config[S any] struct {
 	// CallScope names the step and its launch (session, agent, step,
 	// launch) in the idempotency keys of its Toolbox calls (CallKey).
 	CallScope string
-	// OnToolCall is told of every completed Toolbox call (metrics).
-	OnToolCall func(name string, failed bool, took time.Duration)
 }
 
 // Run runs the step until the policy ends it. It returns the transcript,

@@ -79,9 +79,6 @@ func (r *run[S]) durableCall(msg int) func(ctx context.Context, c llm.ToolCall) 
 		res = tools.Cap(res, tools.MaxResultBytes)
 		rec.Result, rec.Millis = &res, time.Since(start).Milliseconds()
 		r.t.tally(c.Name, res.IsError, rec.Millis)
-		if r.cfg.OnToolCall != nil {
-			r.cfg.OnToolCall(c.Name, res.IsError, time.Since(start))
-		}
 		// Stored before the next call or model call: a crash from here on
 		// never repeats this one. A failed store is the next checkpoint's.
 		_ = r.checkpoint(ctx)

@@ -174,3 +174,9 @@ func (s Server) env(getenv func(string) string) []string {
 	}
 	return out
 }
+
+// RefusedError is a session's tool setting this worker does not run.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }

@@ -69,6 +69,10 @@ type Input struct {
 	Logf       func(format string, args ...any)
 	Checkpoint func(context.Context, *Transcript) error
 	OnChunk    func()
+	// Tools are the step's MCP servers and command tool (nil: none);
+	// CallScope names the step in their idempotency keys.
+	Tools     agent.Toolbox
+	CallScope string
 }
 
 // Transcript is a pipeline step's transcript: its conversation and the
@@ -134,7 +138,8 @@ func Run(ctx context.Context, in Input) (*Outcome, *Transcript, error) {
 	cfg := agent.Config[State]{
 		Model: in.Model, ModelName: in.ModelName, Temperature: in.Temperature, MaxTokens: in.MaxTokens,
 		OnChunk: in.OnChunk, MaxTurns: p.maxIterations(), Prior: in.Prior, Logf: in.Logf, Checkpoint: in.Checkpoint,
-		Files: agent.Files{Workspace: &tools.Workspace{Dir: in.Workspace}, Allow: func(name string) bool { return slices.Contains(step.Tools, name) }},
+		Files:     agent.Files{Workspace: &tools.Workspace{Dir: in.Workspace}, Allow: func(name string) bool { return slices.Contains(step.Tools, name) }, Tools: in.Tools},
+		CallScope: in.CallScope,
 	}
 	// The opening messages are used unless the prior checkpoint is resumed.
 	switch {

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/mcp"
+	"github.com/conclave-ai/conclave/internal/mcptest"
+)
+
+// envMCPServers names the worker's --mcp-servers file where no flag is given.
+const envMCPServers = "CONCLAVE_MCP_SERVERS"
+
+// toolFlags are a worker's rule for what MCP servers and commands sessions
+// may run (docs/tools.md).
+type toolFlags struct {
+	servers     string
+	inline      bool
+	network     bool
+	unsandboxed bool
+}
+
+// add registers the flags; dev says the command runs a developer's own
+// sessions, where inline servers are allowed by default.
+func (f *toolFlags) add(cmd *cobra.Command, dev bool) {
+	cmd.Flags().StringVar(&f.servers, "mcp-servers", os.Getenv(envMCPServers),
+		"YAML file listing the MCP servers sessions may use by name (mcp_servers: entries as in a config; env "+envMCPServers+")")
+	cmd.Flags().BoolVar(&f.inline, "allow-inline-mcp-servers", dev,
+		"let sessions' configs define MCP servers themselves (run any program on this machine): only for your own sessions on your own machine")
+	cmd.Flags().BoolVar(&f.network, "command-network", false, "give the command tool (enable_mcp_command_line) network access")
+	cmd.Flags().BoolVar(&f.unsandboxed, "unsandboxed-commands", false,
+		"run the command tool without bubblewrap when it is missing (commands can then read and write anything this worker can)")
+}
+
+func (f *toolFlags) registry(egress config.Egress) (*mcp.Registry, error) {
+	r := &mcp.Registry{AllowInline: f.inline, Egress: egress, Sandbox: mcp.FindSandbox(f.network, f.unsandboxed)}
+	if f.servers != "" {
+		servers, err := mcp.LoadServers(f.servers)
+		if err != nil {
+			return nil, fmt.Errorf("--mcp-servers: %w", err)
+		}
+		r.Servers = servers
+	}
+	return r, nil
+}
+
+// newToolServerCmd is the example MCP server the demo and the tests start
+// (`command: conclave`, args [tool-server]): a weather stand-in and tools
+// that fail on purpose.
+func newToolServerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "tool-server",
+		Short:  "Serve the example MCP server on stdin/stdout (the demo's weather stand-in)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return mcptest.Serve(cmd.Context())
+		},
+	}
+}
