@@ -162,79 +162,10 @@ func TestMCPToolsInASession(t *testing.T) {
 		"no server outlives its step")
 }
 
-// The worker is SIGKILLed after a tool call completed and before the next
-// model reply: the new worker resumes the step without calling the tool
-// again, and the killed worker's server died with it.
-func TestWorkerKilledAfterToolCall(t *testing.T) {
-	bin := conclaveBinary(t)
-	temporal := testenv.StartTemporal(t)
-	minio := testenv.StartMinIO(t)
-	_, url := s3Store(t, minio, "mcpkill")
-	callLog := filepath.Join(t.TempDir(), "calls.jsonl")
-
-	inFlight := make(chan struct{}, 1)
-	afterForecast := func(r llmtest.Request) bool {
-		res, ok := lastTool(r)
-		return agentOf(r.Model) == "agent_a" && ok && strings.Contains(res, "Forecast for Lyon")
-	}
-	srv := llmtest.Start(t,
-		llmtest.Func(func(llmtest.Request) llmtest.Reply {
-			inFlight <- struct{}{}
-			return llmtest.Reply{Delay: 10 * time.Minute}
-		}).If(afterForecast).Once(),
-		llmtest.Func(func(r llmtest.Request) llmtest.Reply {
-			_, afterTool := lastTool(r)
-			switch {
-			case strings.Contains(r.Messages[0].Content, "present the final answer"):
-				return call("new_answer", map[string]string{"content": "FINAL"})
-			case r.HasTool("vote") && r.Contains("<agent1."):
-				return call("vote", map[string]string{"agent_id": "agent1", "reason": "ok"})
-			case !afterTool:
-				return callArgs("mcp__weather__get_weather", map[string]any{"city": "Lyon"})
-			default:
-				return call("new_answer", map[string]string{"content": "A: forecast seen"})
-			}
-		}))
-	servers := serversFile(t, bin, callLog, "")
-	first := startWorker(t, bin, temporal.HostPort, url, "--mcp-servers", servers)
-	c := temporal.Client(t)
-	ctx := context.Background()
-	cfg := toolTeam(t, srv.URL(), []string{"weather"}, "agent_a")
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "mcpkill-1", TaskQueue: worker.DefaultTaskQueue},
-		contract.CoordinationName, workflows.CoordinationInput{Task: "Weather in Lyon?", Config: cfg, StepHeartbeatSeconds: 3})
-	require.NoError(t, err)
-
-	select {
-	case <-inFlight:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the model call after the tool call never arrived")
-	}
-	require.Len(t, serverProcesses(callLog), 1, "the step's server runs")
-	require.NoError(t, syscall.Kill(-first.Process.Pid, syscall.SIGKILL))
-	_ = first.Wait()
-	assert.Eventually(t, func() bool { return len(serverProcesses(callLog)) == 0 }, 10*time.Second, 50*time.Millisecond,
-		"the server died with its SIGKILLed worker")
-	startWorker(t, bin, temporal.HostPort, url, "--mcp-servers", servers)
-
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	var res workflows.CoordinationResult
-	require.NoError(t, run.Get(wctx, &res))
-	calls, err := mcptest.ReadCallLog(callLog)
-	require.NoError(t, err)
-	assert.Len(t, calls, 1, "a completed tool call is never made again")
-}
-
-// The worker is SIGKILLed during a slow call: the call runs again once,
-// with the same idempotency key, and the step completes.
-func TestWorkerKilledDuringToolCall(t *testing.T) {
-	bin := conclaveBinary(t)
-	temporal := testenv.StartTemporal(t)
-	minio := testenv.StartMinIO(t)
-	_, url := s3Store(t, minio, "mcpslow")
-	callLog := filepath.Join(t.TempDir(), "calls.jsonl")
-
-	srv := llmtest.Start(t, llmtest.Func(func(r llmtest.Request) llmtest.Reply {
+// oneToolAgent is the model of a one-agent session whose step calls tool
+// with args, then answers; it votes for itself and presents.
+func oneToolAgent(tool string, args map[string]any) llmtest.Rule {
+	return llmtest.Func(func(r llmtest.Request) llmtest.Reply {
 		_, afterTool := lastTool(r)
 		switch {
 		case strings.Contains(r.Messages[0].Content, "present the final answer"):
@@ -242,32 +173,91 @@ func TestWorkerKilledDuringToolCall(t *testing.T) {
 		case r.HasTool("vote") && r.Contains("<agent1."):
 			return call("vote", map[string]string{"agent_id": "agent1", "reason": "ok"})
 		case !afterTool:
-			return callArgs("mcp__weather__slow", map[string]any{"seconds": 6})
+			return callArgs(tool, args)
 		default:
-			return call("new_answer", map[string]string{"content": "done after the slow call"})
+			return call("new_answer", map[string]string{"content": "answered after " + tool})
 		}
-	}))
-	servers := serversFile(t, bin, callLog, "")
-	first := startWorker(t, bin, temporal.HostPort, url, "--mcp-servers", servers)
-	c := temporal.Client(t)
-	ctx := context.Background()
+	})
+}
+
+// killSession runs a one-agent session with the weather server on a worker
+// process that the test kills; it returns what the test needs to kill it,
+// start the next one and wait for the end.
+type killSession struct {
+	bin, address, url, servers, callLog string
+	first                               *exec.Cmd
+	run                                 client.WorkflowRun
+}
+
+func startKillSession(t *testing.T, id string, rules ...llmtest.Rule) *killSession {
+	t.Helper()
+	k := &killSession{bin: conclaveBinary(t), callLog: filepath.Join(t.TempDir(), "calls.jsonl")}
+	temporal := testenv.StartTemporal(t)
+	minio := testenv.StartMinIO(t)
+	_, k.url = s3Store(t, minio, id)
+	k.address = temporal.HostPort
+	srv := llmtest.Start(t, rules...)
+	k.servers = serversFile(t, k.bin, k.callLog, "")
+	k.first = startWorker(t, k.bin, k.address, k.url, "--mcp-servers", k.servers)
 	cfg := toolTeam(t, srv.URL(), []string{"weather"}, "agent_a")
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "mcpslow-1", TaskQueue: worker.DefaultTaskQueue},
-		contract.CoordinationName, workflows.CoordinationInput{Task: "Take your time", Config: cfg, StepHeartbeatSeconds: 3})
+	var err error
+	k.run, err = temporal.Client(t).ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: worker.DefaultTaskQueue},
+		contract.CoordinationName, workflows.CoordinationInput{Task: "Weather in Lyon?", Config: cfg, StepHeartbeatSeconds: 3})
 	require.NoError(t, err)
+	return k
+}
+
+// replace SIGKILLs the first worker, checks its servers died with it, and
+// starts another; then it waits for the session to end.
+func (k *killSession) replace(t *testing.T) {
+	t.Helper()
+	require.NoError(t, syscall.Kill(-k.first.Process.Pid, syscall.SIGKILL))
+	_ = k.first.Wait()
+	assert.Eventually(t, func() bool { return len(serverProcesses(k.callLog)) == 0 }, 10*time.Second, 50*time.Millisecond,
+		"the server died with its SIGKILLed worker")
+	startWorker(t, k.bin, k.address, k.url, "--mcp-servers", k.servers)
+	wctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	require.NoError(t, k.run.Get(wctx, nil))
+}
+
+// The worker is SIGKILLed after a tool call completed and before the next
+// model reply: the new worker resumes the step without calling the tool
+// again, and the killed worker's server died with it.
+func TestWorkerKilledAfterToolCall(t *testing.T) {
+	inFlight := make(chan struct{}, 1)
+	afterForecast := func(r llmtest.Request) bool {
+		res, ok := lastTool(r)
+		return ok && strings.Contains(res, "Forecast for Lyon")
+	}
+	k := startKillSession(t, "mcpkill",
+		llmtest.Func(func(llmtest.Request) llmtest.Reply {
+			inFlight <- struct{}{}
+			return llmtest.Reply{Delay: 10 * time.Minute}
+		}).If(afterForecast).Once(),
+		oneToolAgent("mcp__weather__get_weather", map[string]any{"city": "Lyon"}))
+	select {
+	case <-inFlight:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the model call after the tool call never arrived")
+	}
+	require.Len(t, serverProcesses(k.callLog), 1, "the step's server runs")
+	k.replace(t)
+	calls, err := mcptest.ReadCallLog(k.callLog)
+	require.NoError(t, err)
+	assert.Len(t, calls, 1, "a completed tool call is never made again")
+}
+
+// The worker is SIGKILLed during a slow call: the call runs again once,
+// with the same idempotency key, and the step completes.
+func TestWorkerKilledDuringToolCall(t *testing.T) {
+	k := startKillSession(t, "mcpslow", oneToolAgent("mcp__weather__slow", map[string]any{"seconds": 6}))
 	require.Eventually(t, func() bool {
-		calls, _ := mcptest.ReadCallLog(callLog)
+		calls, _ := mcptest.ReadCallLog(k.callLog)
 		return len(calls) == 1
 	}, 2*time.Minute, 50*time.Millisecond, "the slow call never started")
-	require.NoError(t, syscall.Kill(-first.Process.Pid, syscall.SIGKILL))
-	_ = first.Wait()
-	startWorker(t, bin, temporal.HostPort, url, "--mcp-servers", servers)
-
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	var res workflows.CoordinationResult
-	require.NoError(t, run.Get(wctx, &res))
-	calls, err := mcptest.ReadCallLog(callLog)
+	k.replace(t)
+	calls, err := mcptest.ReadCallLog(k.callLog)
 	require.NoError(t, err)
 	require.Len(t, calls, 2, "the call in flight ran once more")
 	assert.Equal(t, calls[0].Key, calls[1].Key, "with the same idempotency key")

@@ -61,3 +61,28 @@ func newToolServerCmd() *cobra.Command {
 		},
 	}
 }
+
+// toolReport describes each agent's tools for `conclave validate`, and
+// warns when the command tool is asked for where no sandbox exists (a
+// worker on this machine would refuse the session).
+func toolReport(source string, cfg *config.Config, warnings []config.Warning, sandbox *mcp.Sandbox) ([]string, []config.Warning) {
+	var lines []string
+	for i, a := range cfg.Agents {
+		b := a.Backend
+		for _, s := range b.MCPServers {
+			how := "named: a worker's --mcp-servers file must list it"
+			if s.Inline() {
+				how = "defined here: runs on conclave dev and demo; a shared worker needs it in its --mcp-servers file, or --allow-inline-mcp-servers"
+			}
+			lines = append(lines, fmt.Sprintf("%s: MCP server %s (%s)", a.ID, s.Name, how))
+		}
+		if b.EnableMCPCommandLine {
+			lines = append(lines, fmt.Sprintf("%s: command tool, sandbox on this machine: %s", a.ID, sandbox.Describe()))
+			if sandbox.Missing != "" {
+				warnings = append(warnings, config.Warning{Source: source, Path: fmt.Sprintf("agents[%d].backend.enable_mcp_command_line", i),
+					Message: "no command sandbox here (" + sandbox.Missing + "): a worker like this machine refuses the session unless run with --unsandboxed-commands"})
+			}
+		}
+	}
+	return lines, warnings
+}

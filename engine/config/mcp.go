@@ -245,3 +245,10 @@ func (v *validator) patterns(p string, list []string) {
 		}
 	}
 }
+
+// mcpSecretRef reports a key of an MCP server's env or headers: its value
+// may name a credential as ${VAR}, which Validate checks (secretValues).
+func mcpSecretRef(path string) bool {
+	parent := parentPath(path)
+	return strings.Contains(parent, ".mcp_servers[") && (strings.HasSuffix(parent, ".env") || strings.HasSuffix(parent, ".headers"))
+}
