@@ -102,7 +102,7 @@ func EgressModels(e config.Egress) activities.ModelFactory {
 		if err := e.Check(agent.Backend, os.Getenv); err != nil {
 			return nil, fmt.Errorf("agent %s: %w", agent.ID, err)
 		}
-		return step.NewModel(cfg, agent, os.Getenv)
+		return step.NewModel(cfg, agent, e, os.Getenv)
 	}
 }
 

@@ -50,7 +50,7 @@ func newBenchCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				o.WorkerCommand = []string{exe, "worker"}
+				o.WorkerCommand = []string{exe, "worker", "--allow-private-model-hosts"} // the scripted model listens on loopback
 			}
 			o.Progress = cmd.ErrOrStderr()
 			rep, err := bench.Run(cmd.Context(), o)

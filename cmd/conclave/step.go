@@ -94,7 +94,7 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stder
 	if err := egress.Check(agent.Backend, getenv); err != nil {
 		return nil, err
 	}
-	model, err := step.NewModel(cfg, agent, getenv)
+	model, err := step.NewModel(cfg, agent, egress, getenv)
 	if err != nil {
 		return nil, err
 	}

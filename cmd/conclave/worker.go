@@ -23,7 +23,7 @@ func newWorkerCmd() *cobra.Command {
 	var storageURL string
 	var concurrency int
 	var cpuProfile, metricsListen string
-	var ef egressFlags
+	ef := egressFlags{shared: true}
 	var toolf toolFlags
 	cmd := &cobra.Command{
 		Use:   "worker",

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -12,10 +13,34 @@ import (
 // config comes with the session, from whoever can start workflows; without
 // this rule, api_key_env could name any variable of the worker (S3
 // credentials, the payload-encryption key) and base_url send it anywhere.
-// The zero value allows the providers' key variables and any host.
+// The zero value allows the providers' key variables and any public host,
+// and loopback (a developer's machine: dev, demo, step mode); never a
+// link-local or cloud metadata address.
 type Egress struct {
 	keyEnvs []string
 	hosts   []string
+	private PrivateHosts
+}
+
+// PrivateHosts says which non-public addresses a worker's models may be on
+// when they are not listed among its model hosts.
+type PrivateHosts int
+
+const (
+	// LoopbackHosts allows this machine only: the default of dev, demo
+	// and step mode, which run on a developer's machine.
+	LoopbackHosts PrivateHosts = iota
+	// NoPrivateHosts allows neither: the default of conclave worker, whose
+	// sessions come from whoever may start workflows.
+	NoPrivateHosts
+	// AllPrivateHosts allows loopback and private ranges.
+	AllPrivateHosts
+)
+
+// WithPrivateHosts returns e calling the non-public addresses p allows.
+func (e Egress) WithPrivateHosts(p PrivateHosts) Egress {
+	e.private = p
+	return e
 }
 
 // deniedKeyEnvPrefixes and deniedKeyEnvs are the worker's infrastructure:
@@ -120,26 +145,55 @@ func (e Egress) Check(b Backend, getenv func(string) string) error {
 			return fmt.Errorf("api_key_env %s is not a key variable this worker allows; use a provider's variable (e.g. %s), or ask the worker's operator to allow it (conclave worker --allow-key-env %s)", name, DefaultAPIKeyEnv, name)
 		}
 	}
-	if len(e.hosts) == 0 {
-		return nil
-	}
 	baseURL, err := b.ResolveBaseURL(getenv)
 	if err != nil {
 		return err
 	}
-	host, port, shown := "api.openai.com", "", "api.openai.com"
-	if baseURL != "" {
-		u, err := url.Parse(baseURL)
-		if err != nil || u.Hostname() == "" {
-			return fmt.Errorf("base_url is not a URL with a host; this worker only calls the model hosts it allows")
-		}
-		host, port, shown = strings.ToLower(u.Hostname()), u.Port(), strings.ToLower(u.Host)
+	if baseURL == "" {
+		baseURL = "https://api.openai.com"
 	}
-	if !e.hostAllowed(host, port) {
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Hostname() == "" {
+		return fmt.Errorf("base_url is not a URL with a host; this worker only calls the model hosts it allows")
+	}
+	return e.CheckURL(u)
+}
+
+// CheckURL refuses a request to u (a base_url, or where a model server
+// redirects) whose host this worker does not call: a link-local or
+// metadata host in any spelling, or, when the worker lists its model
+// hosts, one not listed. The addresses a name resolves to are checked
+// when connecting (CheckAddress).
+func (e Egress) CheckURL(u *url.URL) error {
+	host, port, shown := strings.ToLower(u.Hostname()), u.Port(), strings.ToLower(u.Host)
+	if ClassifyHost(host) == LinkLocal {
+		return fmt.Errorf("model %s", refusedHost(shown))
+	}
+	if len(e.hosts) > 0 && !e.hostAllowed(host, port) {
 		return fmt.Errorf("model host %s is not one this worker calls (allowed: %s); use one of them, or ask the worker's operator to allow it (conclave worker --allow-model-host %s)",
 			shown, strings.Join(e.hosts, ", "), shown)
 	}
 	return nil
+}
+
+// CheckAddress is asked for every connection to a model host, with the
+// address it resolved to: link-local and metadata addresses are never
+// called; loopback and private ones only when the host is listed among the
+// worker's model hosts or the worker allows them (WithPrivateHosts).
+func (e Egress) CheckAddress(host, port string, ip netip.Addr) error {
+	class := ClassifyAddress(ip)
+	switch {
+	case class == Public:
+		return nil
+	case class == LinkLocal:
+		return fmt.Errorf("model host %s resolves to %s, a link-local or cloud metadata address, which no worker ever calls", host, ip)
+	case len(e.hosts) > 0 && e.hostAllowed(strings.ToLower(host), port):
+		return nil
+	case e.private == AllPrivateHosts, e.private == LoopbackHosts && class == Loopback:
+		return nil
+	}
+	return fmt.Errorf("model host %s resolves to %s, a %s address, which this worker does not call; its operator can allow it (conclave worker --allow-private-model-hosts, or --allow-model-host %s)",
+		host, ip, class, host)
 }
 
 // hostAllowed matches a host against the list: an exact name, a name with

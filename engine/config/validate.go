@@ -151,6 +151,8 @@ func (v *validator) backend(bp string, b *Backend) {
 		case u.User != nil:
 			// The value is not echoed: it holds a credential.
 			v.add(bp+".base_url", "must not contain a user or password; credentials belong in the environment variable named by api_key_env")
+		case ClassifyHost(u.Hostname()) == LinkLocal:
+			v.add(bp+".base_url", refusedHost(u.Hostname()))
 		}
 	}
 	// Empty means "send no key", which only keyless endpoints allow.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -67,6 +68,9 @@ func (m *OpenAI) classify(ctx context.Context, err error, res *http.Response, mo
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
+	if errors.Is(err, ErrHostRefused) {
+		return &Error{Err: err, Cause: fmt.Sprintf("calling model %q: %s", model, refusal(err))}
+	}
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
 		var header http.Header
@@ -89,10 +93,20 @@ func (m *OpenAI) classify(ctx context.Context, err error, res *http.Response, mo
 	return &Error{Err: err, Cause: fmt.Sprintf("calling model %q at %s: %s", model, m.baseURL, m.redact(err.Error()))}
 }
 
+// refusal is the Guard's own message, without the transport's wrapping
+// (Post "…": dial tcp …:).
+func refusal(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ErrHostRefused.Error()); i >= 0 {
+		return msg[i:]
+	}
+	return msg
+}
+
 // statusError names the cause of an HTTP error status. 408, 409, 429 and 5xx
 // are transient; every other status will fail the same way again.
 func (m *OpenAI) statusError(status int, code, message string, header http.Header, model string, err error) *Error {
-	msg := m.redact(message)
+	msg := cutMessage(m.redact(message), maxMessage)
 	e := &Error{Status: status, Err: err}
 	switch {
 	case status == http.StatusRequestTimeout || status == http.StatusConflict ||
@@ -151,6 +165,7 @@ func (m *OpenAI) streamError(se *ssestream.StreamError, model string) *Error {
 	if msg == "" {
 		msg = se.Message
 	}
+	msg = cutMessage(msg, maxMessage)
 	if isContextLength(code, msg) {
 		return &Error{Err: se, Cause: fmt.Sprintf("context too long for model %q: shorten the conversation or use a model with a larger context window: %s", model, m.redact(msg))}
 	}
@@ -210,17 +225,35 @@ func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// protocolError describes a 200 reply that holds no stream, quoting the
-// start of its body so the person can see what answered instead.
-func (m *OpenAI) protocolError(res *http.Response, head string) *Error {
+// protocolError describes a 200 reply that holds no stream. It does not
+// quote the body: a base_url may point at an internal service, whose reply
+// would otherwise be carried into history, status and logs. The content
+// type is enough to tell a web page from a JSON object.
+func (m *OpenAI) protocolError(res *http.Response) *Error {
 	ct := "no content type"
 	if res != nil && res.Header.Get("Content-Type") != "" {
-		ct = res.Header.Get("Content-Type")
+		ct = cutMessage(res.Header.Get("Content-Type"), 80)
 	}
 	return &Error{Status: http.StatusOK, Err: ErrProtocol, Cause: fmt.Sprintf(
-		"%s answered 200 with a body (%s) that is not an OpenAI-compatible event stream, beginning %q: "+
+		"%s answered 200 with a body (%s) that is not an OpenAI-compatible event stream (not quoted here: it may come from another service): "+
 			"check that base_url is the API root of an OpenAI-compatible server (often ending in /v1), not a web page, a sign-in page or another service",
-		m.baseURL, ct, m.redact(head))}
+		m.baseURL, ct)}
+}
+
+// maxMessage bounds a provider's error message quoted in a failure.
+const maxMessage = 300
+
+// cutMessage shortens a server-provided message to at most n bytes, at a
+// rune boundary, as valid UTF-8.
+func cutMessage(s string, n int) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // maxErrorBody is how much of an error reply is read: an OpenAI error
@@ -285,5 +318,3 @@ func (h *bodyHead) eventStream() bool {
 	}
 	return false
 }
-
-func (h *bodyHead) String() string { return strings.ToValidUTF8(string(h.buf), "?") }

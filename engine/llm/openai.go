@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -42,7 +41,11 @@ type Config struct {
 	Params Params `json:"params,omitzero"`
 	// Limits bound each call's reply; zero fields take the defaults.
 	Limits Limits `json:"-"`
-	// HTTPClient replaces the default client (tests, proxies).
+	// Guard, when set, checks every request and connection of the default
+	// client (the worker's egress rule).
+	Guard Guard `json:"-"`
+	// HTTPClient replaces the default client (tests, proxies); Guard is
+	// then not applied.
 	HTTPClient *http.Client `json:"-"`
 }
 
@@ -98,9 +101,14 @@ func New(cfg Config, apiKey string) (*OpenAI, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("llm: base_url %q is not an http(s) URL: use e.g. http://localhost:11434/v1", cfg.BaseURL)
 	}
+	if cfg.Guard != nil {
+		if err := cfg.Guard.CheckURL(u); err != nil {
+			return nil, err
+		}
+	}
 	httpClient := cfg.HTTPClient
 	if httpClient == nil {
-		httpClient = defaultHTTPClient()
+		httpClient = guardedClient(cfg.Guard)
 	}
 	key := apiKey
 	if key == "" {
@@ -152,19 +160,6 @@ func NewFromEnv(cfg Config, getenv func(string) string) (*OpenAI, error) {
 			cfg.Model, cfg.APIKeyEnv)
 	}
 	return New(cfg, key)
-}
-
-// defaultHTTPClient bounds the wait for response headers, as the SDK's own
-// default does, so a server that accepts and never answers fails instead of
-// hanging; the streamed body itself is unbounded.
-func defaultHTTPClient() *http.Client {
-	t, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return &http.Client{}
-	}
-	t = t.Clone()
-	t.ResponseHeaderTimeout = 10 * time.Minute
-	return &http.Client{Transport: t}
 }
 
 // Complete streams one completion and accumulates it into a Response. The
@@ -227,7 +222,7 @@ func (m *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		return Response{}, err
 	}
 	if chunks == 0 && !head.eventStream() {
-		return Response{}, m.protocolError(res, head.String())
+		return Response{}, m.protocolError(res)
 	}
 	// A stream may end cleanly at the TCP level and still be cut short (a
 	// proxy closing at a chunk boundary): without a finish reason the answer

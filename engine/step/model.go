@@ -8,8 +8,9 @@ import (
 
 // NewModel builds the model of one configured agent, reading its key from
 // the environment variable the config names. Workers and step mode call it;
-// the key never leaves the process.
-func NewModel(cfg *config.Config, agent *config.Agent, getenv func(string) string) (llm.Model, error) {
+// the key never leaves the process, and goes only where egress allows (every
+// request, redirect and connection is checked against it).
+func NewModel(cfg *config.Config, agent *config.Agent, egress config.Egress, getenv func(string) string) (llm.Model, error) {
 	prices := llm.Prices{}
 	for name, p := range cfg.Prices {
 		prices[name] = llm.Price{Input: p.Input, Output: p.Output}
@@ -33,6 +34,6 @@ func NewModel(cfg *config.Config, agent *config.Agent, getenv func(string) strin
 	limits.CallArgBytes = tools.MaxCallBytes
 	return llm.NewFromEnv(llm.Config{
 		Model: b.Model, BaseURL: base, APIKeyEnv: b.APIKeyEnv, Prices: prices,
-		KeyRequired: b.KeyRequired(), Params: params, Limits: limits,
+		KeyRequired: b.KeyRequired(), Params: params, Limits: limits, Guard: egress,
 	}, getenv)
 }

@@ -24,7 +24,7 @@ func runInProcess(ctx context.Context, root storage.Store, id string, cfg *confi
 	st := storage.Sub(root, id)
 	models := map[string]llm.Model{}
 	for _, a := range cfg.Agents {
-		m, err := step.NewModel(cfg, &a, func(string) string { return "" })
+		m, err := step.NewModel(cfg, &a, config.Egress{}, func(string) string { return "" })
 		if err != nil {
 			return 0, err
 		}

@@ -42,8 +42,9 @@ type Reply struct {
 	Endless bool
 	// Every pauses between streamed chunks (a slow, trickling reply).
 	Every time.Duration
-	// Body, with Status 0 or 200, is sent as it is instead of a completion,
-	// with ContentType (default text/plain): a server that is not a model.
+	// Body is sent as it is, with Status (default 200) and ContentType
+	// (default text/plain), instead of a completion or an OpenAI error: a
+	// server that is not a model.
 	Body        string
 	ContentType string
 }

@@ -162,10 +162,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case reply.Drop:
 		drop(w)
-	case reply.Status >= 400:
-		writeError(w, reply)
 	case reply.Body != "":
 		writeBody(w, reply)
+	case reply.Status >= 400:
+		writeError(w, reply)
 	case req.Stream:
 		s.writeStream(r.Context(), w, req, reply)
 	default:

@@ -196,13 +196,17 @@ func (sw *streamWriter) forever(send func()) {
 	abort()
 }
 
-// writeBody answers 200 with a body that is not a completion.
+// writeBody answers with a body that is not a completion, with the
+// reply's status (default 200).
 func writeBody(w http.ResponseWriter, reply Reply) {
 	ct := reply.ContentType
 	if ct == "" {
 		ct = "text/plain"
 	}
 	w.Header().Set("Content-Type", ct)
+	if reply.Status != 0 {
+		w.WriteHeader(reply.Status)
+	}
 	_, _ = io.WriteString(w, reply.Body)
 }
 
