@@ -29,6 +29,7 @@ const (
 	traceFile      = "trace.jsonl"
 	lastActionFile = "last_action.json"
 	launchFile     = "launch.json"
+	claimFile      = "claim.json"
 	workspaceDir   = "workspace"
 )
 

@@ -195,6 +195,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	in.Gate = &answerGate{store: o.Store, team: o.Config.AgentIDs(), agent: o.Agent, step: stepNo, tag: o.Tag,
 		lim: orch.Limits(), decomposition: decomposition}
 
+	claim := ""
+	stepMode := !o.Exclusive && o.Tag == "" // no launch identity
+	if stepMode {
+		// One run per step folder, claimed before the model is called
+		// and kept until the outputs are stored.
+		if claim, err = session.ClaimStep(ctx, o.Store, o.Agent, stepNo, o.Now()); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+		defer func() { _ = session.ReleaseStep(o.Store, o.Agent, stepNo, claim) }()
+		in.Checkpoint = claimedCheckpoint(o, stepNo, claim, in.Checkpoint)
+	}
+
 	started := o.Now()
 	var out *round.Outcome
 	if autoStop == "" {
@@ -211,6 +223,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.Exclusive {
 		if err := session.Commit(ctx, o.Store, o.Agent, stepNo, o.Tag, o.Now()); err != nil {
+			return nil, err
+		}
+	} else if stepMode {
+		if err := session.CheckStepClaim(ctx, o.Store, o.Agent, stepNo, claim); err != nil {
 			return nil, err
 		}
 	}
@@ -314,6 +330,17 @@ func prefetch(ctx context.Context, o Options) <-chan prefetched {
 func fencedCheckpoint(o Options, stepNo int, store func(context.Context, *round.Transcript) error) func(context.Context, *round.Transcript) error {
 	return func(ctx context.Context, t *round.Transcript) error {
 		if err := session.CheckLaunch(ctx, o.Store, o.Agent, stepNo, o.Tag); err != nil {
+			return err
+		}
+		return store(ctx, t)
+	}
+}
+
+// claimedCheckpoint stores a step-mode checkpoint only while the run holds
+// its claim on the folder.
+func claimedCheckpoint(o Options, stepNo int, token string, store func(context.Context, *round.Transcript) error) func(context.Context, *round.Transcript) error {
+	return func(ctx context.Context, t *round.Transcript) error {
+		if err := session.CheckStepClaim(ctx, o.Store, o.Agent, stepNo, token); err != nil {
 			return err
 		}
 		return store(ctx, t)
