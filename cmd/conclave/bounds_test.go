@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,4 +83,61 @@ func TestStepModeOneWriterPerStepFolder(t *testing.T) {
 			assert.Contains(t, out, `"step_number":2`)
 		})
 	}
+}
+
+// Issue 22, item 2: one reply of many write_file calls stored them all and
+// exited 0. The workspace of a step is bounded as files are written: the
+// model is told, the step goes on, and what is stored stays in bounds.
+func TestStepModeBoundsTheWorkspace(t *testing.T) {
+	setStepKey(t)
+	t.Setenv("CONCLAVE_MAX_WORKSPACE_FILES", "10")
+	var calls []llmtest.ToolCall
+	for i := range 40 {
+		calls = append(calls, llmtest.ToolCall{ID: fmt.Sprintf("w%d", i), Name: "write_file",
+			Arguments: fmt.Sprintf(`{"path":"f%02d.txt","content":"x"}`, i)})
+	}
+	srv := llmtest.Start(t,
+		llmtest.Calls(calls...).Once(),
+		llmtest.Call("write_file", `{"path":"`+strings.Repeat("d/", 3000)+`f.txt","content":"deep"}`).Once(),
+		llmtest.Call("new_answer", `{"content":"done, with the files that fit"}`))
+	dir := t.TempDir()
+	session := filepath.Join(dir, "session")
+	code, _, errs := runCLI(t, "step", "--session-dir", session, "--config", agentConfig(t, dir, "agent_a", srv.URL()),
+		"--agents", "agent_a,agent_b", "--automation", "task")
+	require.Equal(t, 0, code, errs)
+	stored, err := os.ReadDir(filepath.Join(session, "agents/agent_a/001/workspace"))
+	require.NoError(t, err)
+	assert.Len(t, stored, 10)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 3)
+	refused := 0
+	for _, m := range reqs[1].Messages {
+		if m.Role == "tool" && strings.Contains(m.Content, "the limit for one step is 10") {
+			refused++
+		}
+	}
+	assert.Equal(t, 30, refused, "every write past the limit is refused and the model told")
+	assert.Contains(t, reqs[2].Last().Content, "over the 512-byte limit for a path")
+}
+
+// The transcript a step stores is bounded: past the trace limit the step
+// ends with a reason naming it.
+func TestStepModeBoundsTheTrace(t *testing.T) {
+	setStepKey(t)
+	t.Setenv("CONCLAVE_MAX_TRACE_BYTES", "1048576")
+	t.Setenv("CONCLAVE_MAX_WORKSPACE_BYTES", "104857600")
+	var n atomic.Int32
+	srv := llmtest.Start(t, llmtest.Func(func(llmtest.Request) llmtest.Reply {
+		return call("write_file", fmt.Sprintf(`{"path":"part%d.txt","content":"%s"}`, n.Add(1), strings.Repeat("z", 200<<10)))
+	}))
+	dir := t.TempDir()
+	session := filepath.Join(dir, "session")
+	code, _, errs := runCLI(t, "step", "--session-dir", session, "--config", agentConfig(t, dir, "agent_a", srv.URL()),
+		"--agents", "agent_a,agent_b", "--automation", "task")
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, errs, "over the 1048576-byte trace limit")
+	info, err := os.Stat(filepath.Join(session, "agents/agent_a/001/trace.jsonl"))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, info.Size(), int64(1<<20))
+	assert.LessOrEqual(t, srv.Count(), 6)
 }

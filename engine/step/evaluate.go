@@ -125,7 +125,7 @@ func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, llm.Usage, e
 		MaxAttempts: o.Config.Orchestrator.MaxEnforcementAttempts,
 		Tag:         o.Tag, Binding: evaluationBinding(o, labels, crit),
 		Prior:      prior(o.Store, traceKey, data, err == nil),
-		Checkpoint: agent.Checkpointer[evaluator.State](o.Store, traceKey, o.OnCheckpoint),
+		Checkpoint: agent.Checkpointer[evaluator.State](o.Store, traceKey, 0, o.OnCheckpoint),
 		Logf: func(f string, args ...any) {
 			o.Logf("round evaluator before round %d: "+f, append([]any{o.Round}, args...)...)
 		},

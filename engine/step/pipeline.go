@@ -98,7 +98,7 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineStep, error) 
 			in.Resume = append(in.Resume, m)
 		}
 	}
-	in.Checkpoint = agent.Checkpointer[runner.State](o.Store, traceKey, o.OnCheckpoint)
+	in.Checkpoint = agent.Checkpointer[runner.State](o.Store, traceKey, 0, o.OnCheckpoint)
 	if o.Backend != nil && o.Backend.HasTools() {
 		if o.Tools == nil {
 			return nil, fmt.Errorf("%w: step %q has tools (mcp_servers or enable_mcp_command_line), and this runner starts none", ErrBadInput, in.Step)

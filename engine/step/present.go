@@ -129,7 +129,7 @@ func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (str
 	// Votes chose the presenter when fresh votes name it; a stalled or
 	// vote-less session gets the neutral synthesis.
 	in.Voted = !o.NoVote && coord.Tally(snap.Ledger())[o.Presenter] > 0
-	in.Checkpoint = agent.Checkpointer[round.State](o.Store, session.FinalTraceKey, o.OnCheckpoint)
+	in.Checkpoint = agent.Checkpointer[round.State](o.Store, session.FinalTraceKey, 0, o.OnCheckpoint)
 	in.Binding = binding(o.Owner, 0, &in)
 	data, err := o.Store.Get(ctx, session.FinalTraceKey)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {

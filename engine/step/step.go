@@ -64,6 +64,9 @@ type Options struct {
 	// it; it needs Tag and Step.
 	Exclusive bool
 	Model     llm.Model
+	// Limits bound what the step stores; nil reads them from this
+	// process's environment (LimitsFromEnv), as the worker's operator set.
+	Limits *Limits
 	// Evaluation is the round evaluation the workflow ran before this step
 	// (orchestrator_managed_round_evaluator), 0 for none: its plan or
 	// packet goes into the checklist policy.
@@ -106,6 +109,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.Exclusive && (o.Tag == "" || o.Step <= 0) {
 		return nil, fmt.Errorf("%w: an exclusive step needs its launch tag and step number", ErrBadInput)
+	}
+	lim := o.Limits
+	if lim == nil {
+		l, err := LimitsFromEnv(os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
+		lim = &l
 	}
 	// The reads that do not depend on the snapshot run while it loads.
 	pre := prefetch(ctx, o)
@@ -179,7 +190,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if !o.Inject {
 		in.DisableInjection = true
 	}
-	in.Checkpoint = agent.Checkpointer[round.State](o.Store, traceKey, o.OnCheckpoint)
+	in.Checkpoint = agent.Checkpointer[round.State](o.Store, traceKey, lim.TraceBytes, o.OnCheckpoint)
+	in.Workspace.Limits = lim.Workspace
 	if o.Exclusive {
 		in.Checkpoint = fencedCheckpoint(o, stepNo, in.Checkpoint)
 	}

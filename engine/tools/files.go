@@ -222,12 +222,19 @@ func (w Workspace) write(p, content string) Result {
 		return errorResult(fmt.Errorf("%s: the content is %d bytes, over the %d-byte limit; "+
 			"split it into smaller files", WriteFile, len(content), limit))
 	}
+	lim := w.Limits.withDefaults()
+	if err := lim.checkPath(loc.rel); err != nil {
+		return errorResult(err)
+	}
 	r, err := openRoot(WriteFile, loc)
 	if err != nil {
 		return errorResult(err)
 	}
 	defer r.Close()
 	if err := writable(r, loc.rel); err != nil {
+		return errorResult(err)
+	}
+	if err := lim.checkRoom(r, loc.rel, int64(len(content))); err != nil {
 		return errorResult(err)
 	}
 	dir := path.Dir(loc.rel)

@@ -47,6 +47,9 @@ type Workspace struct {
 	Dir          string
 	Peers        map[string]string // anonymous id ("agent2") → that peer's delivered workspace
 	MaxFileBytes int64             // 0 means DefaultMaxFileBytes
+	// Limits bound the whole workspace and its paths; zero fields take
+	// the defaults.
+	Limits WorkspaceLimits
 }
 
 func (w Workspace) maxBytes() int64 {
