@@ -123,7 +123,14 @@ func (m *OpenAI) statusError(status int, code, message string, header http.Heade
 			kind = "conflict"
 		}
 		e.Cause = fmt.Sprintf("%s (%d) from %s: %s", kind, status, m.baseURL, msg)
-		if e.RetryAfter > 0 {
+		switch {
+		case e.RetryAfter > m.limits.RetryAfter:
+			// Waiting would hold the whole session up: the call fails
+			// for good and the session goes on without this agent.
+			e.Cause += fmt.Sprintf(" (the server asks to retry after %s, longer than the %s this worker waits: the call fails; "+
+				"see docs/operations.md#limits)", e.RetryAfter, m.limits.RetryAfter)
+			e.Retryable, e.RetryAfter = false, 0
+		case e.RetryAfter > 0:
 			e.Cause += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
 		}
 	case status == http.StatusUnauthorized:

@@ -17,6 +17,10 @@ const (
 	// DefaultCallArgBytes is the engine's limit on one tool call's
 	// arguments (tools.MaxCallBytes).
 	DefaultCallArgBytes = 256 << 10
+	// DefaultRetryAfter is the longest wait a server may ask for before a
+	// retry: a session's agents run side by side, and one parked for an
+	// hour holds the whole session up.
+	DefaultRetryAfter = 2 * time.Minute
 )
 
 // eventSlack is what one stream event may hold besides the reply text
@@ -41,6 +45,10 @@ type Limits struct {
 	// past the limit, so the engine refuses the call and tells the model,
 	// instead of failing the step.
 	CallArgBytes int
+	// RetryAfter bounds the wait a server may ask for (Retry-After). A
+	// longer one fails the call for good: the session goes on without
+	// the agent instead of waiting.
+	RetryAfter time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -52,6 +60,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.CallArgBytes <= 0 {
 		l.CallArgBytes = DefaultCallArgBytes
+	}
+	if l.RetryAfter <= 0 {
+		l.RetryAfter = DefaultRetryAfter
 	}
 	return l
 }
@@ -113,6 +124,7 @@ func (l *eventLimiter) scan(p []byte) error {
 const (
 	EnvMaxReplyBytes   = "CONCLAVE_MAX_REPLY_BYTES"
 	EnvMaxReplySeconds = "CONCLAVE_MAX_REPLY_SECONDS"
+	EnvMaxRetryAfter   = "CONCLAVE_MAX_RETRY_AFTER_SECONDS"
 )
 
 // LimitsFromEnv reads the operator's Limits through getenv; an unset
@@ -132,6 +144,13 @@ func LimitsFromEnv(getenv func(string) string) (Limits, error) {
 			return Limits{}, fmt.Errorf("%s=%q is not a number of seconds from 1 to 86400, e.g. %d", EnvMaxReplySeconds, v, int(DefaultReplyDuration.Seconds()))
 		}
 		l.ReplyDuration = time.Duration(n) * time.Second
+	}
+	if v := strings.TrimSpace(getenv(EnvMaxRetryAfter)); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > 24*3600 {
+			return Limits{}, fmt.Errorf("%s=%q is not a number of seconds from 1 to 86400, e.g. %d", EnvMaxRetryAfter, v, int(DefaultRetryAfter.Seconds()))
+		}
+		l.RetryAfter = time.Duration(n) * time.Second
 	}
 	return l.withDefaults(), nil
 }

@@ -200,3 +200,20 @@ func maxOf(a, b uint64) uint64 {
 	}
 	return b
 }
+
+// Issue 22, item 10: a 429 with Retry-After: 3600 parked an agent for an
+// hour. A wait over the limit fails the call for good instead.
+func TestRetryAfterIsCapped(t *testing.T) {
+	s := llmtest.Start(t,
+		llmtest.Fail(429, "slow down").RetryAfter("3600").Once(),
+		llmtest.Fail(429, "slow down").RetryAfter("30").Once())
+	m := limitedModel(t, s.URL(), Limits{RetryAfter: time.Minute})
+	_, err := m.Complete(context.Background(), Request{Messages: hello})
+	require.Error(t, err)
+	assert.False(t, IsRetryable(err))
+	assert.Zero(t, RetryAfter(err))
+	assert.Contains(t, err.Error(), "asks to retry after 1h0m0s, longer than the 1m0s this worker waits")
+	_, err = m.Complete(context.Background(), Request{Messages: hello})
+	assert.True(t, IsRetryable(err))
+	assert.Equal(t, 30*time.Second, RetryAfter(err))
+}
