@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -159,12 +158,12 @@ var stepID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // prd.md (when present) as the project context. A step that fails stops
 // the run, as seed 004 says.
 func LoadScenario(dir string, backend *config.Backend) (*Definition, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "meta.yaml"))
+	meta, err := readInside(dir, "meta.yaml")
 	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", dir, err)
+		return nil, fmt.Errorf("scenario %s: meta.yaml: %w", dir, err)
 	}
 	var m scenarioMeta
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec := yaml.NewDecoder(strings.NewReader(meta))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "meta.yaml"), err)
@@ -178,7 +177,7 @@ func LoadScenario(dir string, backend *config.Backend) (*Definition, error) {
 		if !stepID.MatchString(s.ID) {
 			errs = append(errs, fmt.Errorf("steps[%d]: id %q must be 1-64 of a-z, 0-9, '_' and '-'", i, s.ID))
 		}
-		prompt, err := readInside(filepath.Join(dir, "steps"), s.File)
+		prompt, err := readStepFile(dir, s.File)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("steps[%d] %q: %w", i, s.ID, err))
 		}
@@ -189,8 +188,8 @@ func LoadScenario(dir string, backend *config.Backend) (*Definition, error) {
 		d.Graph.Steps = append(d.Graph.Steps, step)
 	}
 	d.Graph.Start = m.Steps[0].ID
-	if prd, err := os.ReadFile(filepath.Join(dir, "prd.md")); err == nil {
-		d.Context = string(prd)
+	if prd, err := readInside(dir, "prd.md"); err == nil {
+		d.Context = prd
 	} else if !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("prd.md: %w", err))
 	}
@@ -203,7 +202,26 @@ func LoadScenario(dir string, backend *config.Backend) (*Definition, error) {
 	return d, nil
 }
 
-// readInside reads a file named relative to dir, refusing names that leave it.
+// readStepFile reads a scenario step's file, named relative to steps/:
+// it may not leave steps/, and is read through the scenario's own root so
+// that steps/ itself cannot be a link to elsewhere.
+func readStepFile(dir, name string) (string, error) {
+	steps := filepath.Join(dir, "steps")
+	if name == "" || filepath.IsAbs(name) || strings.Contains(name, `\`) {
+		return "", fmt.Errorf("file %q must be a relative path inside %s", name, steps)
+	}
+	clean := filepath.Clean(name)
+	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("file %q leaves %s", name, steps)
+	}
+	return readInside(dir, filepath.Join("steps", clean))
+}
+
+// readInside reads a file named relative to dir, refusing names that leave
+// it — also through a symbolic link, anywhere on the path: the file is
+// opened through an os.Root on dir, which resolves links and refuses any
+// that lead out. What such a file holds would otherwise be stored in the
+// workflow's input and history and sent to the models.
 func readInside(dir, name string) (string, error) {
 	if name == "" || filepath.IsAbs(name) || strings.Contains(name, `\`) {
 		return "", fmt.Errorf("file %q must be a relative path inside %s", name, dir)
@@ -212,9 +230,17 @@ func readInside(dir, name string) (string, error) {
 	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
 		return "", fmt.Errorf("file %q leaves %s", name, dir)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, clean))
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return "", err
+	}
+	defer root.Close()
+	data, err := root.ReadFile(clean)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		return "", fmt.Errorf("file %q cannot be read inside %s (%w): files must stay inside it, symbolic links included", name, dir, err)
 	}
 	return string(data), nil
 }
