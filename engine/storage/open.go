@@ -34,6 +34,11 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 		// The parse error quotes the input; do not repeat it in case it holds a secret.
 		return nil, fmt.Errorf("storage: cannot parse storage location: %w; use a directory, file:///abs/dir or s3://bucket/prefix", err)
 	}
+	// A fragment is never sent anywhere: url.Parse would cut it off
+	// silently, and with it whatever followed (a whole query).
+	if u.Fragment != "" || strings.Contains(rawURL, "#") {
+		return nil, fmt.Errorf("storage: the storage location has a '#' fragment (%q), which is not part of any location and would be dropped; remove it, or percent-encode it (%%23) if it is part of a name", "#"+u.Fragment)
+	}
 	switch u.Scheme {
 	case "s3":
 		return openS3(ctx, u)
@@ -74,6 +79,9 @@ func openS3(ctx context.Context, u *url.URL) (Store, error) {
 	if u.Host == "" {
 		return nil, fmt.Errorf("storage: s3 URL %q has no bucket; use s3://bucket/prefix", u.String())
 	}
+	if u.Port() != "" || strings.Contains(u.Host, ":") {
+		return nil, fmt.Errorf("storage: s3 URL %q has a port after the bucket name; the server's address goes in endpoint=, e.g. s3://bucket/prefix?endpoint=http://127.0.0.1:9000", u.String())
+	}
 	cfg := S3Config{Bucket: u.Host, Prefix: strings.TrimPrefix(u.Path, "/")}
 	q := u.Query()
 	pathStyle := ""
@@ -90,6 +98,9 @@ func openS3(ctx context.Context, u *url.URL) (Store, error) {
 			}
 			if e.User != nil {
 				return nil, errors.New("storage: credentials in the endpoint URL are refused; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment")
+			}
+			if (e.Path != "" && e.Path != "/") || e.RawQuery != "" || e.ForceQuery {
+				return nil, fmt.Errorf("storage: s3 URL endpoint %q has a path or query, which would be dropped; give only scheme, host and port, e.g. endpoint=http://127.0.0.1:9000", v)
 			}
 			cfg.Endpoint = v
 		case "region":
