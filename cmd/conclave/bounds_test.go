@@ -141,3 +141,19 @@ func TestStepModeBoundsTheTrace(t *testing.T) {
 	assert.LessOrEqual(t, info.Size(), int64(1<<20))
 	assert.LessOrEqual(t, srv.Count(), 6)
 }
+
+// Issue 22, item 7: validate printed a model name's ESC, BEL, newline and
+// OSC 52 (clipboard write) sequences as they were, and validate is how a
+// user reads an untrusted config.
+func TestValidateNeutralisesTerminalSequences(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "team.yaml")
+	model := "gpt\x1b]52;c;ZXZpbA==\x07\x1b[2J\nerror: fake line\u202e"
+	require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf("agents:\n  - id: a\n    backend:\n      model: %q\n      base_url: http://localhost:8000/v1\n", model)), 0o644))
+	code, out, errs := runCLI(t, "validate", "--config", p)
+	require.Equal(t, 0, code, errs)
+	for _, bad := range []string{"\x1b", "\x07", "\u202e", "\nerror: fake line"} {
+		assert.NotContains(t, out, bad)
+	}
+	assert.Contains(t, out, "gpt␛]52;c;ZXZpbA==")
+}

@@ -276,14 +276,14 @@ func stepLine(s contract.PipelineStepEntry) string {
 }
 
 func printPipeline(out io.Writer, r contract.PipelineResult) {
-	fmt.Fprintf(out, "%s  %s", r.RunID, r.Status)
+	fmt.Fprintf(out, "%s  %s", terminalLine(r.RunID), terminalLine(string(r.Status)))
 	if r.Current != "" {
-		fmt.Fprintf(out, " (now: %s)", r.Current)
+		fmt.Fprintf(out, " (now: %s)", terminalLine(r.Current))
 	}
 	fmt.Fprintln(out)
 	for _, s := range r.Steps {
 		if s.Status == pipeline.NotRun {
-			fmt.Fprintf(out, "step - · %-16s %s\n", s.Name, s.Status)
+			fmt.Fprintf(out, "step - · %-16s %s\n", terminalLine(s.Name), terminalLine(string(s.Status)))
 			continue
 		}
 		fmt.Fprintln(out, stepLine(s))

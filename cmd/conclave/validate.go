@@ -166,7 +166,22 @@ func resolvedYAML(cfg *config.Config) ([]byte, error) {
 	return b.Bytes(), enc.Close()
 }
 
-func printValidation(out io.Writer, path string, v validation) {
+// printValidation prints the summary for a person. validate is how one
+// reads an untrusted config, so everything printed is neutralised
+// (terminalText) whatever the output: a model name's ESC, BEL or OSC 52
+// sequence cannot drive the terminal, and a newline cannot forge a line.
+func printValidation(w io.Writer, path string, v validation) {
+	var out bytes.Buffer
+	defer func() { _, _ = io.WriteString(w, terminalText(out.String())) }()
+	v.Backends = slices.Clone(v.Backends)
+	for i := range v.Backends {
+		b := &v.Backends[i]
+		b.Agent, b.Type, b.Model, b.BaseURL = terminalLine(b.Agent), terminalLine(b.Type), terminalLine(b.Model), terminalLine(b.BaseURL)
+	}
+	printValidationTo(&out, path, v)
+}
+
+func printValidationTo(out io.Writer, path string, v validation) {
 	if v.Config != nil {
 		if data, err := resolvedYAML(v.Config); err == nil {
 			fmt.Fprintf(out, "# %s as Conclave runs it (defaults filled in, MassGen's keys folded in)\n%s\n", path, data)
