@@ -98,7 +98,7 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 		Step: in.Step, Mode: mode, Tally: in.Tally, AutoStop: in.AutoStop, Tag: strconv.Itoa(in.Launch), Owner: ownerName(in.Owner), Model: model,
 		Evaluation: in.Evaluation, Visible: in.Visible, Exclusive: true,
 		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
-		OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now, Tools: a.toolOpener(ctx),
+		OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now, Tools: a.toolOpener(ctx, hb),
 	})
 	if err != nil {
 		cause := err

@@ -34,40 +34,32 @@ func (a *Activities) registry() *mcp.Registry {
 }
 
 // toolOpener opens an agent's tools under this worker's registry, each
-// server's stderr in the worker's log.
-func (a *Activities) toolOpener(ctx context.Context) step.ToolOpener {
+// server's stderr in the worker's log; hb shows the calls in the step's
+// heartbeat (the Web UI's pending activity).
+func (a *Activities) toolOpener(ctx context.Context, hb *heartbeater) step.ToolOpener {
 	return func(ctx context.Context, ag *config.Agent, workspace string) (agent.Toolbox, func(), error) {
-		r := a.registry()
-		servers, err := r.Resolve(ag.ID, ag.Backend.Tools)
-		if err != nil {
-			return nil, nil, &mcp.RefusedError{Err: err}
-		}
-		o := mcp.Options{Workspace: workspace, Timeout: time.Duration(ag.Backend.ToolTimeout()) * time.Second,
-			Allowed: ag.Backend.AllowedTools, Excluded: ag.Backend.ExcludeTools, Logf: warn(ctx)}
-		if ag.Backend.EnableMCPCommandLine {
-			o.Command = &mcp.CommandOptions{Sandbox: r.Sandbox, Allowed: ag.Backend.CommandLineAllowedCommands, Blocked: ag.Backend.CommandLineBlockedCommands}
-		}
-		tb, err := mcp.Open(ctx, servers, o)
+		tb, err := a.registry().OpenFor(ctx, ag, workspace, warn(ctx))
 		if err != nil {
 			return nil, nil, err
 		}
-		if a.OnToolCall == nil {
-			return tb, tb.Close, nil
-		}
-		return observed{tb, a.OnToolCall}, tb.Close, nil
+		return observed{Toolbox: tb, hb: hb, on: a.OnToolCall}, tb.Close, nil
 	}
 }
 
-// observed tells each call's outcome and duration to a metrics hook.
+// observed shows each call in the heartbeat and tells its outcome and
+// duration to the metrics hook.
 type observed struct {
 	agent.Toolbox
+	hb *heartbeater
 	on func(tool string, failed bool, took time.Duration)
 }
 
 func (o observed) Call(ctx context.Context, c agent.Call) tools.Result {
 	start := time.Now()
+	o.hb.tool(c.Name, true)
 	res := o.Toolbox.Call(ctx, c)
-	if ctx.Err() == nil {
+	o.hb.tool(c.Name, false)
+	if ctx.Err() == nil && o.on != nil {
 		o.on(c.Name, res.IsError, time.Since(start))
 	}
 	return res

@@ -294,3 +294,45 @@ func TestInlineServerRefusedWithoutOptIn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, keys, "nothing of the session is stored")
 }
+
+// MassGen's single-agent config with a stdio weather server validates and
+// runs, the server replaced by the local stand-in, on a worker that allows
+// inline servers (as conclave dev does) and shares the server's key
+// variable: the answer uses the forecast.
+func TestMassGenWeatherConfig(t *testing.T) {
+	bin := conclaveBinary(t)
+	temporal := testenv.StartTemporal(t)
+	minio := testenv.StartMinIO(t)
+	_, url := s3Store(t, minio, "mgweather")
+	callLog := filepath.Join(t.TempDir(), "calls.jsonl")
+	cfg, err := config.Load(filepath.Join(testenv.ModuleRoot(t), "engine/config/testdata/massgen/single_claude_mcp.yaml"))
+	require.NoError(t, err)
+	b := &cfg.Agents[0].Backend
+	require.Len(t, b.MCPServers, 1)
+	require.Equal(t, "weather", b.MCPServers[0].Name)
+	srv := llmtest.Start(t, oneToolAgent("mcp__weather__get_weather", map[string]any{"city": "Lyon"}))
+	b.Type, b.BaseURL, b.APIKeyEnv = "openai", srv.URL(), ""
+	b.MCPServers[0].Command, b.MCPServers[0].Args = "conclave", []string{"tool-server"}
+	b.MCPServers[0].Env[mcptest.CallLogEnv] = callLog
+	t.Setenv("BRAVE_API_KEY", "brave-test-key")
+	startWorker(t, bin, temporal.HostPort, url, "--allow-inline-mcp-servers", "--allow-key-env", "BRAVE_API_KEY")
+
+	c := temporal.Client(t)
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: "mgweather-1", TaskQueue: worker.DefaultTaskQueue},
+		contract.CoordinationName, workflows.CoordinationInput{Task: "Weather in Lyon?", Config: *cfg})
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var res workflows.CoordinationResult
+	require.NoError(t, run.Get(wctx, &res))
+	calls, err := mcptest.ReadCallLog(callLog)
+	require.NoError(t, err)
+	require.Len(t, calls, 1)
+	assert.Equal(t, "get_weather", calls[0].Tool)
+	sawForecast := false
+	for _, r := range srv.Requests() {
+		result, ok := lastTool(r)
+		sawForecast = sawForecast || (ok && strings.Contains(result, mcptest.Forecast("Lyon")))
+	}
+	assert.True(t, sawForecast, "the model was given the stand-in's forecast")
+}

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/mcp"
+	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/internal/mcptest"
 )
 
@@ -85,4 +89,22 @@ func toolReport(source string, cfg *config.Config, warnings []config.Warning, sa
 		}
 	}
 	return lines, warnings
+}
+
+// stepTools opens an agent's tools in step mode, which runs on the
+// caller's own machine: servers defined in the config run, as on conclave
+// dev; $CONCLAVE_MCP_SERVERS adds named ones.
+func stepTools(egress config.Egress, stderr io.Writer) step.ToolOpener {
+	return func(ctx context.Context, a *config.Agent, workspace string) (agent.Toolbox, func(), error) {
+		f := toolFlags{servers: os.Getenv(envMCPServers), inline: true}
+		r, err := f.registry(egress)
+		if err != nil {
+			return nil, nil, err
+		}
+		tb, err := r.OpenFor(ctx, a, workspace, func(format string, args ...any) { fmt.Fprintf(stderr, "conclave: "+format+"\n", args...) })
+		if err != nil {
+			return nil, nil, err
+		}
+		return tb, tb.Close, nil
+	}
 }

@@ -13,11 +13,13 @@
 package mcp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/conclave-ai/conclave/engine/config"
 )
@@ -180,3 +182,19 @@ type RefusedError struct{ Err error }
 
 func (e *RefusedError) Error() string { return e.Err.Error() }
 func (e *RefusedError) Unwrap() error { return e.Err }
+
+// OpenFor starts agent a's servers and command tool in its workspace, as
+// this registry allows them; logf gets the servers' stderr.
+func (r *Registry) OpenFor(ctx context.Context, a *config.Agent, workspace string, logf func(string, ...any)) (*Toolbox, error) {
+	servers, err := r.Resolve(a.ID, a.Backend.Tools)
+	if err != nil {
+		return nil, &RefusedError{Err: err}
+	}
+	b := a.Backend
+	o := Options{Workspace: workspace, Timeout: time.Duration(b.ToolTimeout()) * time.Second,
+		Allowed: b.AllowedTools, Excluded: b.ExcludeTools, Logf: logf}
+	if b.EnableMCPCommandLine {
+		o.Command = &CommandOptions{Sandbox: r.Sandbox, Allowed: b.CommandLineAllowedCommands, Blocked: b.CommandLineBlockedCommands}
+	}
+	return Open(ctx, servers, o)
+}
