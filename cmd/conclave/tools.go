@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	workflowpb "go.temporal.io/api/workflow/v1"
 
+	"github.com/conclave-ai/conclave/activities"
+	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/mcp"
@@ -107,4 +111,24 @@ func stepTools(egress config.Egress, stderr io.Writer) step.ToolOpener {
 		}
 		return tb, tb.Close, nil
 	}
+}
+
+// noteTools reads a running agent step's heartbeat (activities.Progress)
+// and notes its tool calls for the agent's progress line: the count, and
+// the tool running now. The tool name comes from the model; it is shown
+// as one safe line.
+func (w *watcher) noteTools(ctx context.Context, id string, pa *workflowpb.PendingActivityInfo) {
+	if pa.GetHeartbeatDetails() == nil || pa.GetActivityType().GetName() != contract.NameAgentStep {
+		return
+	}
+	var p activities.Progress
+	if w.dc.FromPayloads(pa.GetHeartbeatDetails(), &p) != nil || (p.ToolCalls == 0 && p.Tool == "") {
+		return
+	}
+	agent, _, _ := strings.Cut(w.summary(ctx, id, pa.GetActivityId(), pa.GetActivityType().GetName()), " · ")
+	note := fmt.Sprintf(" · tool calls %d", p.ToolCalls)
+	if p.Tool != "" {
+		note += " · calling " + terminalLine(p.Tool)
+	}
+	w.tools[agent] = note
 }
