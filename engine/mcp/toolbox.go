@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -30,6 +32,27 @@ const MaxFrameBytes = 16 << 20
 // MaxTools bounds the tools one step offers from its servers: every tool's
 // schema is sent with every model call.
 const MaxTools = 128
+
+// A tool's description and schema go with every model call: a server
+// cannot make them large.
+const (
+	maxDescriptionBytes = 2 << 10
+	maxSchemaBytes      = 32 << 10
+)
+
+// toolNamePattern is what model providers accept as a function name.
+var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// cutUTF8 cuts s to at most n bytes at a rune boundary.
+func cutUTF8(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}
 
 // startTimeout bounds a server's start and its tool listing.
 const startTimeout = 60 * time.Second
@@ -176,11 +199,21 @@ func (tb *Toolbox) list(ctx context.Context, srv *server) error {
 		if !tb.offered(name) {
 			continue
 		}
+		if !toolNamePattern.MatchString(name) {
+			// Providers refuse the whole request for one such name.
+			tb.o.Logf("MCP server %s: tool %q is not offered: its name is not 1 to 64 letters, digits, '_' or '-' as %s", srv.name, t.Name, name)
+			continue
+		}
 		if len(tb.specs) >= MaxTools {
 			return fmt.Errorf("it offers more than %d tools; narrow them with allowed_tools", MaxTools)
 		}
-		params, _ := schemaMap(t.InputSchema)
-		tb.specs = append(tb.specs, tools.Spec{Name: name, Description: t.Description, Parameters: params})
+		params, err := schemaMap(t.InputSchema)
+		if data, _ := json.Marshal(params); err != nil || len(data) > maxSchemaBytes {
+			tb.o.Logf("MCP server %s: tool %s is not offered: its input schema is over %d bytes or not an object", srv.name, t.Name, maxSchemaBytes)
+			continue
+		}
+		desc, _ := cutUTF8(t.Description, maxDescriptionBytes)
+		tb.specs = append(tb.specs, tools.Spec{Name: name, Description: desc, Parameters: params})
 		tb.routes[name] = route{srv: srv, tool: t.Name}
 	}
 	return nil

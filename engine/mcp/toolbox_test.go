@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -194,4 +197,23 @@ func TestCloseKillsTheProcessGroup(t *testing.T) {
 	require.NoError(t, syscall.Kill(child, 0), "the server's own child runs")
 	tb.Close()
 	assert.Eventually(t, func() bool { return !alive(child) }, 5*time.Second, 50*time.Millisecond, "the server's child is gone with it")
+}
+
+// A server cannot offer a tool whose name a provider would refuse, nor
+// swell every request with its description.
+func TestToolNamesAndDescriptionsAreBounded(t *testing.T) {
+	t.Parallel()
+	s := sdk.NewServer(&sdk.Implementation{Name: "odd", Version: "1"}, nil)
+	handler := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{}, nil
+	}
+	obj := map[string]any{"type": "object"}
+	s.AddTool(&sdk.Tool{Name: "has space", InputSchema: obj}, handler)
+	s.AddTool(&sdk.Tool{Name: "wordy", Description: strings.Repeat("é", 10000), InputSchema: obj}, handler)
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	tb := open(t, Options{}, Server{MCPServer: config.MCPServer{Name: "odd", URL: srv.URL}, Operator: true})
+	require.Len(t, tb.Specs(), 1)
+	assert.Equal(t, "mcp__odd__wordy", tb.Specs()[0].Name)
+	assert.LessOrEqual(t, len(tb.Specs()[0].Description), maxDescriptionBytes)
 }
