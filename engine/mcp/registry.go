@@ -192,7 +192,7 @@ func (r *Registry) OpenFor(ctx context.Context, a *config.Agent, workspace strin
 	}
 	b := a.Backend
 	o := Options{Workspace: workspace, Timeout: time.Duration(b.ToolTimeout()) * time.Second,
-		Allowed: b.AllowedTools, Excluded: b.ExcludeTools, Logf: logf}
+		Allowed: b.AllowedTools, Excluded: b.ExcludeTools, Logf: logf, Egress: r.Egress}
 	if b.EnableMCPCommandLine {
 		o.Command = &CommandOptions{Sandbox: r.Sandbox, Allowed: b.CommandLineAllowedCommands, Blocked: b.CommandLineBlockedCommands}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/tools"
 )
 
@@ -89,6 +91,8 @@ type Options struct {
 	// Command enables the command tool with these filters.
 	Command *CommandOptions
 	Getenv  func(string) string
+	// Egress is the worker's host rule, for HTTP servers a session defined.
+	Egress config.Egress
 	// Logf reports a server's stderr lines and stop problems.
 	Logf func(format string, args ...any)
 }
@@ -163,8 +167,22 @@ func (tb *Toolbox) start(ctx context.Context, s Server) (*server, error) {
 	srv := &server{name: s.Name}
 	var transport sdk.Transport
 	if s.URL != "" {
-		transport = &sdk.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1, DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: &headers{values: s.Headers, getenv: tb.o.Getenv, base: http.DefaultTransport}}}
+		// The operator's servers may be anywhere but link-local and
+		// metadata addresses; a session's, only where its models may go.
+		guard := config.Egress{}.WithPrivateHosts(config.AllPrivateHosts)
+		if !s.Operator {
+			guard = tb.o.Egress
+		}
+		u, err := url.Parse(s.URL)
+		if err == nil {
+			err = guard.CheckURL(u)
+		}
+		if err != nil {
+			return nil, err
+		}
+		client := llm.GuardedHTTPClient(guard)
+		client.Transport = &headers{values: s.Headers, getenv: tb.o.Getenv, base: client.Transport}
+		transport = &sdk.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1, DisableStandaloneSSE: true, HTTPClient: client}
 	} else {
 		p, err := startProcess(s, tb.o.Workspace, tb.o.Getenv, tb.o.Logf)
 		if err != nil {

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -216,4 +218,33 @@ func TestToolNamesAndDescriptionsAreBounded(t *testing.T) {
 	require.Len(t, tb.Specs(), 1)
 	assert.Equal(t, "mcp__odd__wordy", tb.Specs()[0].Name)
 	assert.LessOrEqual(t, len(tb.Specs()[0].Description), maxDescriptionBytes)
+}
+
+// A streamable HTTP server is called with its headers, ${VAR} read from
+// the worker's environment.
+func TestStreamableHTTPServer(t *testing.T) {
+	t.Parallel()
+	var gotAuth atomic.Value
+	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcptest.NewServer("") }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth.Store(r.Header.Get("Authorization"))
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	s := Server{MCPServer: config.MCPServer{Name: "remote", Type: config.MCPStreamableHTTP, URL: srv.URL,
+		Headers: map[string]string{"Authorization": "Bearer ${REMOTE_TOKEN}"}}, Operator: true}
+	tb := open(t, Options{Getenv: func(k string) string { return map[string]string{"REMOTE_TOKEN": "t0k"}[k] }}, s)
+	res := tb.Call(context.Background(), agent.Call{Name: "mcp__remote__get_weather", Arguments: `{"city":"Oslo"}`})
+	require.False(t, res.IsError, res.Content)
+	assert.Equal(t, mcptest.Forecast("Oslo"), res.Content)
+	assert.Equal(t, "Bearer t0k", gotAuth.Load())
+
+	// A session's own server obeys the worker's host rule.
+	rule, err := config.NewEgress(nil, []string{"mcp.example.com"})
+	require.NoError(t, err)
+	s.Operator = false
+	_, err = Open(context.Background(), []Server{s}, Options{Workspace: t.TempDir(), Egress: rule})
+	assert.ErrorContains(t, err, `MCP server "remote" could not start`)
+	_, err = Open(context.Background(), []Server{{MCPServer: config.MCPServer{Name: "meta", URL: "http://169.254.169.254/mcp"}, Operator: true}}, Options{Workspace: t.TempDir()})
+	assert.Error(t, err, "metadata addresses are never called")
 }
