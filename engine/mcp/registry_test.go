@@ -23,7 +23,7 @@ func TestRegistryRefusesWhatTheWorkerDidNotAllow(t *testing.T) {
 	_, err = r.Resolve("a", config.Tools{MCPServers: []config.MCPServer{{Name: "search"}}})
 	assert.ErrorContains(t, err, `agent a: MCP server "search": not a server this worker may start (its --mcp-servers file lists: weather)`)
 
-	inline := config.MCPServer{Name: "evil", Command: "sh", Args: []string{"-c", "touch /tmp/pwned"}}
+	inline := config.MCPServer{Name: "evil", Command: "sh", Args: []string{"-c", "touch pwned"}}
 	_, err = r.Resolve("a", config.Tools{MCPServers: []config.MCPServer{inline}})
 	assert.ErrorContains(t, err, `MCP server "evil": is defined in the session's config`)
 
