@@ -19,7 +19,7 @@ STATIC_VER    := v0.8.2
 
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all tools build test lint unit fuzz demo bench clean openai-node
+.PHONY: all tools build test lint unit fuzz demo bench clean openai-node sandbox mcp-servers
 
 # Each fuzz target runs this long in `make test` (longer by hand: make fuzz FUZZTIME=5m).
 FUZZTIME ?= 5s
@@ -61,6 +61,26 @@ $(NODE_TOOLS)/node_modules/.installed: $(OPENAI_NODE)/package.json $(OPENAI_NODE
 	@touch $@
 openai-node: $(NODE_TOOLS)/node_modules/.installed
 
+# The command tool's sandbox (bubblewrap) for the tests: installed with
+# apt-get when it is missing and we may (root, Debian), else named.
+sandbox:
+	@command -v bwrap >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update && apt-get install -y bubblewrap; \
+	  else echo "bubblewrap (bwrap) is missing: the command tool's tests need it; install it (Debian: sudo apt-get install bubblewrap)"; exit 1; fi; }
+
+# Real MCP servers for the integration tests, pinned by the lock file in
+# integration/mcp-servers, installed only for the tests into the
+# git-ignored .tools/npm.
+MCP_NPM     := $(CURDIR)/.tools/npm
+MCP_SERVERS := integration/mcp-servers
+$(MCP_NPM)/node_modules/.installed: $(MCP_SERVERS)/package.json $(MCP_SERVERS)/package-lock.json
+	@command -v npm >/dev/null || { echo "npm not found: install Node.js and npm (Debian: apt-get install nodejs npm)"; exit 1; }
+	mkdir -p $(MCP_NPM)
+	cp $(MCP_SERVERS)/package.json $(MCP_SERVERS)/package-lock.json $(MCP_NPM)/
+	npm ci --prefix $(MCP_NPM) --ignore-scripts --no-audit --no-fund
+	@touch $@
+mcp-servers: $(MCP_NPM)/node_modules/.installed
+
 tools: $(BIN)/.temporal-$(TEMPORAL_VER) $(BIN)/.minio-$(MINIO_VER) \
        $(BIN)/.workflowcheck-$(WFCHECK_VER) $(BIN)/.staticcheck-$(STATIC_VER)
 
@@ -91,8 +111,9 @@ fuzz:
 	done; rm -rf .fuzz.log "$$cache"
 
 # Tests start their own MinIO (and Temporal dev server) on free loopback ports.
-test: tools lint build openai-node
+test: tools lint build openai-node sandbox mcp-servers
 	CONCLAVE_MINIO_BIN=$(BIN)/minio CONCLAVE_TEMPORAL_BIN=$(BIN)/temporal CONCLAVE_OPENAI_NODE=$(NODE_TOOLS)/node_modules \
+	  CONCLAVE_MCP_NPM=$(MCP_NPM) \
 	  go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz
 

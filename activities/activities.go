@@ -22,6 +22,7 @@ import (
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/mcp"
 	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/step"
@@ -43,7 +44,12 @@ type Activities struct {
 	Namespace string
 	// HeartbeatEvery is the heartbeat period of agent steps (default 10s).
 	HeartbeatEvery time.Duration
-	Now            func() time.Time
+	// Tools is what MCP servers and commands sessions may run on this
+	// worker; nil runs none (a session that asks is refused at start).
+	Tools *mcp.Registry
+	// OnToolCall is told of every tool call that returned (metrics).
+	OnToolCall func(tool string, failed bool, took time.Duration)
+	Now        func() time.Time
 }
 
 func (a *Activities) now() time.Time {
@@ -92,7 +98,7 @@ func (a *Activities) AgentStep(ctx context.Context, in contract.AgentStepInput) 
 		Step: in.Step, Mode: mode, Tally: in.Tally, AutoStop: in.AutoStop, Tag: strconv.Itoa(in.Launch), Owner: ownerName(in.Owner), Model: model,
 		Evaluation: in.Evaluation, Visible: in.Visible, Exclusive: true,
 		Inject:       o.UpdateMode != config.UpdateRestart && !o.DisableInjection,
-		OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now,
+		OnCheckpoint: hb.turns, Logf: warn(ctx), Now: a.now, Tools: a.toolOpener(ctx, hb),
 	})
 	if err != nil {
 		cause := err
@@ -270,6 +276,9 @@ func classify(err error) error {
 	case errors.Is(err, session.ErrSuperseded):
 		// Nothing was written; the workflow has moved on from this launch.
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeSuperseded, err)
+	case errors.As(err, new(*mcp.StartError)) || errors.As(err, new(*mcp.RefusedError)):
+		// The same config on this worker fails the same way.
+		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
 	case errors.Is(err, step.ErrBadInput):
 		return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
 	case errors.As(err, &me) && !me.Retryable:

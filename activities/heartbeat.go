@@ -13,6 +13,10 @@ import (
 // transcript, which holds more than a heartbeat may.
 type Progress struct {
 	Turns int `json:"turns"`
+	// ToolCalls counts the step's MCP and command calls that returned;
+	// Tool is the one running now.
+	ToolCalls int    `json:"tool_calls,omitempty"`
+	Tool      string `json:"tool,omitempty"`
 }
 
 type heartbeater struct {
@@ -97,4 +101,16 @@ func (h *heartbeater) stop() {
 	if h.exited != nil {
 		<-h.exited
 	}
+}
+
+// tool records a tool call starting (running) or returning.
+func (h *heartbeater) tool(name string, running bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if running {
+		h.p.Tool = name
+		return
+	}
+	h.p.Tool = ""
+	h.p.ToolCalls++
 }

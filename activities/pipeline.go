@@ -151,7 +151,7 @@ func (a *Activities) PipelineStep(ctx context.Context, in contract.PipelineStepI
 	started := a.now()
 	ran, err := step.RunPipeline(ctx, step.PipelineOptions{
 		Store: st, Seq: in.Seq, Step: rin, From: in.From, ResumeKey: in.ResumeKey, Return: in.Resume,
-		OnCheckpoint: hb.turns, Logf: warn(ctx),
+		OnCheckpoint: hb.turns, Logf: warn(ctx), Backend: backend, Tools: a.toolOpener(ctx, hb),
 	})
 	if err != nil {
 		return contract.PipelineStepResult{}, classify(err)

@@ -40,6 +40,9 @@ func (a *Activities) InitSession(ctx context.Context, in contract.InitSessionInp
 		created = a.now()
 	}
 	info := session.Info{Task: in.Task, Agents: sortedIDs(plan.Agents), Mode: plan.Mode, CreatedAt: created.UTC()}
+	if err := a.checkTools(&in.Config); err != nil {
+		return contract.InitSessionResult{}, err // before anything is stored
+	}
 	enc, err := session.EncodeInputs(in.Task, &in.Config, in.EvalCriteria)
 	if err != nil {
 		return contract.InitSessionResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)

@@ -37,7 +37,9 @@ func TestMassGenConfigRuns(t *testing.T) {
 	}))
 
 	dir := t.TempDir()
-	startWorker(t, bin, server.HostPort, filepath.Join(dir, "sessions"))
+	// The weather server is the local stand-in, defined in the config as
+	// MassGen does: a developer's worker that allows inline servers.
+	startWorker(t, bin, server.HostPort, filepath.Join(dir, "sessions"), "--allow-inline-mcp-servers")
 	cfg := filepath.Join(dir, "massgen.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(`agents:
   - id: "claude4.5"
@@ -81,7 +83,8 @@ func TestMassGenConfigRuns(t *testing.T) {
       mcp_servers:
         - name: "weather"
           type: "stdio"
-          command: "npx"
+          command: "`+bin+`"
+          args: ["tool-server"]
 orchestrator:
   snapshot_storage: "snapshots"
   agent_temporary_workspace: "temp_workspaces"
@@ -110,7 +113,7 @@ ui:
 	assert.Contains(t, out, "\nCOMPLETED: 4 agents, ")
 	assert.Contains(t, out, `RESULT {"status":"consensus","winner":"Qwen3-4b"`)
 	assert.Contains(t, stderr.String(), "warning: agents[1].backend.enable_web_search")
-	assert.Contains(t, stderr.String(), "warning: agents[3].backend.mcp_servers")
+	assert.NotContains(t, stderr.String(), "backend.mcp_servers", "MCP servers are started, not ignored")
 	assert.Contains(t, stderr.String(), "warning: agents[0].backend.reasoning: Anthropic (OpenAI SDK compatibility) ignores reasoning_effort")
 	_, final, ok := strings.Cut(out, "STATUS_JSON:\n")
 	require.True(t, ok, out)
@@ -143,6 +146,9 @@ ui:
 		}
 		if agent == "claude4.5" {
 			assert.NotContains(t, body, "reasoning_effort", "Anthropic ignores it; it is reported instead")
+		}
+		if agent == "gpt5nano" {
+			assert.True(t, r.HasTool("mcp__weather__get_weather"), "the stand-in's tools are offered")
 		}
 		seen[agent]++
 	}

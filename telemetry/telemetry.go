@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -54,6 +55,9 @@ type Telemetry struct {
 	tracer  trace.Tracer
 	m       *instruments
 	models  *modelLabels
+	// toolsOnce makes the tool call instruments (tools.go) on first use.
+	toolsOnce sync.Once
+	toolsIn   *toolInstruments
 }
 
 // New sets up metrics, and traces when an OTLP endpoint is configured.

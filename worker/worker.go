@@ -17,6 +17,7 @@ import (
 	"github.com/conclave-ai/conclave/activities"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/mcp"
 	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/workflows"
@@ -46,6 +47,11 @@ type Options struct {
 	HeartbeatEvery time.Duration
 	// Interceptors observe workflows and activities (metrics).
 	Interceptors []interceptor.WorkerInterceptor
+	// Tools is which MCP servers and commands sessions may run here; nil
+	// runs none.
+	Tools *mcp.Registry
+	// OnToolCall observes every tool call (metrics).
+	OnToolCall func(tool string, failed bool, took time.Duration)
 }
 
 // New registers the workflows and activities on a new worker.
@@ -75,6 +81,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{
 		Store: o.Store, Models: o.Models, Client: c, Namespace: o.Namespace, HeartbeatEvery: o.HeartbeatEvery,
+		Tools: o.Tools, OnToolCall: o.OnToolCall,
 	})
 	return w
 }

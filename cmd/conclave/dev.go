@@ -26,6 +26,7 @@ type devFlags struct {
 	port, uiPort int
 	log          logFlags
 	egress       egressFlags
+	tools        toolFlags
 }
 
 func (f *devFlags) add(cmd *cobra.Command) {
@@ -37,6 +38,7 @@ func (f *devFlags) add(cmd *cobra.Command) {
 	// session's progress.
 	f.log.add(cmd, "warn")
 	f.egress.add(cmd, os.Getenv)
+	f.tools.add(cmd, true)
 }
 
 // devEnv is a running dev server plus an in-process worker.
@@ -62,6 +64,10 @@ func (e *devEnv) close() {
 // startDev starts the Temporal dev server from ./bin and a worker.
 func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, out io.Writer) (*devEnv, error) {
 	egress, err := f.egress.egress()
+	if err != nil {
+		return nil, err
+	}
+	registry, err := f.tools.registry(egress)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +108,7 @@ func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, o
 		env.close()
 		return nil, err
 	}
-	env.worker = worker.New(env.client, worker.Options{Store: st, Namespace: env.server.Namespace, Models: models, Egress: egress})
+	env.worker = worker.New(env.client, worker.Options{Store: st, Namespace: env.server.Namespace, Models: models, Egress: egress, Tools: registry})
 	if err := env.worker.Start(); err != nil {
 		env.close()
 		return nil, err

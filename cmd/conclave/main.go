@@ -59,7 +59,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newSessionCmd(), newStepCmd(), newWorkerCmd(), newRunCmd(), newDemoModelCmd(), newDevCmd(), newDemoCmd(), newPipelineCmd())
-	root.AddCommand(newCodecServerCmd(), newBenchCmd(), newValidateCmd(), newServeCmd())
+	root.AddCommand(newCodecServerCmd(), newBenchCmd(), newValidateCmd(), newServeCmd(), newToolServerCmd())
 	root.AddCommand(newManageCmds()...)
 	return root
 }

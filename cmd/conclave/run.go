@@ -205,7 +205,7 @@ func startAndFollow(ctx context.Context, c client.Client, f *runFlags, in workfl
 			}
 			found, retrying, s := w.check(ctx, id, &workerSeen)
 			if s != nil {
-				if line := progress(*s, retrying); line != last {
+				if line := progress(*s, retrying, w.tools); line != last {
 					fmt.Fprint(out, line)
 					last = line
 				}
@@ -228,7 +228,7 @@ func queryStatus(ctx context.Context, c client.Client, id string) (coord.Status,
 
 // progress renders the live view: one line per agent plus totals. An
 // agent whose step Temporal is retrying says so on its line.
-func progress(s coord.Status, retrying []retryingStep) string {
+func progress(s coord.Status, retrying []retryingStep, tools map[string]string) string {
 	attempts := map[string]int32{}
 	for _, r := range retrying {
 		agent, _, _ := strings.Cut(r.Step, " · ") // summaries read "agent_b · step 2"
@@ -258,7 +258,7 @@ func progress(s coord.Status, retrying []retryingStep) string {
 		if n, ok := attempts[id]; ok {
 			retry = fmt.Sprintf(" · retrying (attempt %d)", n)
 		}
-		fmt.Fprintf(&b, "  %-12s %-9s step %d · answers %d%s%s%s\n", id, a.State, a.LatestStep, a.AnswerCount, vote, checklistNote(a.Checklist), retry)
+		fmt.Fprintf(&b, "  %-12s %-9s step %d · answers %d%s%s%s%s\n", id, a.State, a.LatestStep, a.AnswerCount, vote, checklistNote(a.Checklist), tools[id], retry)
 	}
 	return b.String()
 }

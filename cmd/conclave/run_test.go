@@ -19,7 +19,7 @@ func TestProgressShowsRetriesAndReasons(t *testing.T) {
 			"agent_b": {State: coord.StateNoAction},
 			"agent_c": {State: coord.StateFailed, FailReason: `step 1: model "x" not found (404)`},
 		}}
-	out := progress(s, []retryingStep{{Step: "agent_b · step 1", Attempt: 3, LastFailure: "connection refused"}})
+	out := progress(s, []retryingStep{{Step: "agent_b · step 1", Attempt: 3, LastFailure: "connection refused"}}, nil)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Equal(t, "— coordinating · tokens 10 in / 0 out · cost unknown", lines[0])
 	require.Contains(t, lines[1], "step 2 · answers 1 → agent_a")

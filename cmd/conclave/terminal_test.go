@@ -39,7 +39,7 @@ func TestProgressLinesNeutraliseModelText(t *testing.T) {
 
 	out := progress(coord.Status{Phase: "coordinating", Agents: map[string]coord.AgentStatus{
 		"agent_a": {State: coord.StateFailed, FailReason: hostile},
-	}}, nil)
+	}}, nil, nil)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 2, "totals and one agent line: %q", out)
 	requireOneSafeLine(t, lines[1])

@@ -15,6 +15,7 @@ import (
 
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/mcp"
 )
 
 // resolvedBackend is one agent's backend as the worker will reach it. It
@@ -38,7 +39,10 @@ type validation struct {
 	Errors   []string          `json:"errors"`
 	Warnings []config.Warning  `json:"warnings"`
 	Backends []resolvedBackend `json:"backends,omitempty"`
-	Config   *config.Config    `json:"config,omitempty"`
+	// Tools says, per agent, which MCP servers and commands it asks for
+	// and what a worker needs to run them.
+	Tools  []string       `json:"tools,omitempty"`
+	Config *config.Config `json:"config,omitempty"`
 }
 
 func newValidateCmd() *cobra.Command {
@@ -111,6 +115,7 @@ func validateConfig(path string, strict bool, getenv func(string) string) valida
 			}
 			v.Backends = append(v.Backends, r)
 		}
+		v.Tools, v.Warnings = toolReport(path, cfg, v.Warnings, mcp.FindSandbox(false, false))
 	}
 	if v.Errors == nil {
 		v.Errors = []string{}
@@ -204,6 +209,9 @@ func printValidationTo(out io.Writer, path string, v validation) {
 			}
 			fmt.Fprintf(out, "  %-16s %-14s %-28s %s · %s\n", b.Agent, b.Type, b.Model, b.BaseURL, key)
 		}
+	}
+	for _, t := range v.Tools {
+		fmt.Fprintln(out, "  "+t)
 	}
 	for _, w := range v.Warnings {
 		fmt.Fprintln(out, w.String())

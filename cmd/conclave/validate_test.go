@@ -82,14 +82,14 @@ func TestValidateReportsEverything(t *testing.T) {
 
 func TestRunStrictRefusesBeforeStarting(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "mg.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte("agent:\n  id: a\n  backend: {type: openai, model: m, mcp_servers: [{name: x}]}\n"), 0o644))
+	require.NoError(t, os.WriteFile(cfg, []byte("agent:\n  id: a\n  backend: {type: openai, model: m, enable_web_search: true}\n"), 0o644))
 	var out, errOut bytes.Buffer
 	// MassGen's spelling; no server is reachable, so getting past the check
 	// would fail differently.
 	code := run(context.Background(), []string{"--config", cfg, "--strict", "--address", "127.0.0.1:1", "question"}, &out, &errOut)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut.String(), "--strict: the config has settings Conclave would ignore")
-	assert.Contains(t, errOut.String(), "agent.backend.mcp_servers")
+	assert.Contains(t, errOut.String(), "agent.backend.enable_web_search")
 }
 
 func TestOneLine(t *testing.T) {

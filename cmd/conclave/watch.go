@@ -54,6 +54,9 @@ type watcher struct {
 	fc        converter.FailureConverter
 	// summaries caches each activity id's summary ("agent_a · step 2").
 	summaries map[string]string
+	// tools notes, per agent, the tool calls of its running step, from
+	// the step's heartbeat (tools.go).
+	tools map[string]string
 	// noPollerSince is when the task queue was first seen without pollers;
 	// a worker that is just starting gets grace to show up.
 	noPollerSince time.Time
@@ -90,7 +93,9 @@ func (w *watcher) retrying(ctx context.Context, id string) ([]retryingStep, erro
 		return nil, err
 	}
 	var out []retryingStep
+	w.tools = map[string]string{}
 	for _, pa := range d.GetPendingActivities() {
+		w.noteTools(ctx, id, pa)
 		lf := pa.GetLastFailure()
 		if lf == nil || pa.GetAttempt() < 2 {
 			continue

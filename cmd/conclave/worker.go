@@ -24,6 +24,7 @@ func newWorkerCmd() *cobra.Command {
 	var concurrency int
 	var cpuProfile, metricsListen string
 	ef := egressFlags{shared: true}
+	var toolf toolFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a Temporal worker that executes Conclave sessions",
@@ -36,6 +37,10 @@ func newWorkerCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			egress, err := ef.egress()
+			if err != nil {
+				return err
+			}
+			registry, err := toolf.registry(egress)
 			if err != nil {
 				return err
 			}
@@ -85,11 +90,12 @@ func newWorkerCmd() *cobra.Command {
 			w := worker.New(c, worker.Options{TaskQueue: tf.taskQueue, Namespace: tf.namespace, Store: st, Concurrency: concurrency,
 				Egress:       egress,
 				Models:       activities.ModelFactory(tel.Models(telemetry.ModelFactory(worker.EgressModels(egress)))),
-				Interceptors: []interceptor.WorkerInterceptor{tel.Interceptor()}})
+				Interceptors: []interceptor.WorkerInterceptor{tel.Interceptor()}, Tools: registry, OnToolCall: tel.ToolCall})
 			if err := w.Start(); err != nil {
 				return fmt.Errorf("start the worker: %w", err)
 			}
 			health.SetStarted(true)
+			logger.Info("conclave worker: tools", "mcp_servers", registry.Names(), "inline_mcp_servers", registry.AllowInline, "command_sandbox", registry.Sandbox.Describe())
 			logger.Info("conclave worker: task queue polled", "task_queue", tf.taskQueue, "address", tf.address,
 				"namespace", tf.namespace, "storage", st.Location(), "tracing", tel.Tracing())
 			<-ctx.Done()
@@ -102,6 +108,7 @@ func newWorkerCmd() *cobra.Command {
 	tf.add(cmd)
 	lf.add(cmd, "info")
 	ef.add(cmd, os.Getenv)
+	toolf.add(cmd, false)
 	cmd.Flags().StringVar(&storageURL, "storage", os.Getenv("CONCLAVE_STORAGE"), "session storage: directory, file:// or s3:// URL (env CONCLAVE_STORAGE; default ./.conclave)")
 	cmd.Flags().IntVar(&concurrency, "concurrency", 50, "maximum concurrent agent steps")
 	cmd.Flags().StringVar(&metricsListen, "metrics-listen", os.Getenv("CONCLAVE_METRICS_LISTEN"),

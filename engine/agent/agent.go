@@ -102,9 +102,13 @@ type Config[S any] struct {
 	Prior *Prior
 	// Logf reports a checkpoint that is not resumed and why; nil discards.
 	Logf func(format string, args ...any)
-	// Checkpoint stores the whole transcript after every model turn and
-	// every change between turns.
+	// Checkpoint stores the whole transcript after every model turn,
+	// before and after every Toolbox call, and on every change between
+	// turns.
 	Checkpoint func(ctx context.Context, t *Transcript[S]) error
+	// CallScope names the step and its launch (session, agent, step,
+	// launch) in the idempotency keys of its Toolbox calls (CallKey).
+	CallScope string
 }
 
 // Run runs the step until the policy ends it. It returns the transcript,
@@ -199,7 +203,14 @@ func (r *run[S]) loop(ctx context.Context) error {
 // handle answers the model's reply, checkpoints, and at a safe point lets
 // the policy add what arrived meanwhile.
 func (r *run[S]) handle(ctx context.Context, reply llm.Message) (done bool, err error) {
-	turn, err := r.p.Handle(ctx, r.t, reply, r.cfg.Files)
+	files := r.cfg.Files
+	files.durable = r.durableCall(len(r.t.Messages) - 1)
+	turn, err := r.p.Handle(ctx, r.t, reply, files)
+	if ctx.Err() != nil {
+		// A call was cut off: its record says it started, and the retry
+		// runs it again. Nothing of this turn is answered.
+		return true, ctx.Err()
+	}
 	if len(turn.Results) != len(reply.ToolCalls) {
 		return true, fmt.Errorf("agent: the policy answered %d of %d tool calls", len(turn.Results), len(reply.ToolCalls))
 	}
@@ -212,6 +223,7 @@ func (r *run[S]) handle(ctx context.Context, reply llm.Message) (done bool, err 
 		r.t.Messages = append(r.t.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content})
 	}
 	r.t.Messages = append(r.t.Messages, turn.After...)
+	r.t.Calls = nil // answered: the results are in the conversation
 	if err != nil {
 		_ = r.checkpoint(ctx) // keep the failed transcript for the trace
 		return true, err
@@ -256,8 +268,8 @@ func (r *run[S]) replayWrites() {
 			answered[next.ToolCallID] = !strings.HasPrefix(next.Content, errorPrefix)
 		}
 		for _, c := range m.ToolCalls {
-			if _, omitted := tools.Omitted(c.Arguments); c.Name == tools.WriteFile && answered[c.ID] && !omitted {
-				r.cfg.Files.Call(c)
+			if _, omitted := tools.Omitted(c.Arguments); c.Name == tools.WriteFile && answered[c.ID] && !omitted && r.cfg.Files.Workspace != nil && r.cfg.Files.allows(c.Name) {
+				r.cfg.Files.Workspace.Call(c.Name, c.Arguments)
 			}
 		}
 	}

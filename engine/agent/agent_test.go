@@ -31,10 +31,10 @@ type finishState struct {
 }
 
 func (finish) Tools(_ *Transcript[finishState], f Files) []tools.Spec { return f.Specs() }
-func (finish) Handle(_ context.Context, t *Transcript[finishState], reply llm.Message, f Files) (Turn, error) {
+func (finish) Handle(ctx context.Context, t *Transcript[finishState], reply llm.Message, f Files) (Turn, error) {
 	var turn Turn
 	for _, c := range reply.ToolCalls {
-		res, ok := f.Call(c)
+		res, ok := f.Call(ctx, c)
 		if c.Name == "done" {
 			res, ok, t.State.Done, turn.Done = tools.Result{Content: "ok"}, true, true, true
 		}

@@ -24,18 +24,24 @@ type Transcript[S any] struct {
 	Turns    int // model calls that returned
 	Usage    llm.Usage
 	Messages []llm.Message
+	// Calls record the Toolbox calls of the reply being answered (see
+	// CallRecord); Tools counts the step's completed calls per tool.
+	Calls []CallRecord
+	Tools map[string]ToolStats
 	// State is the policy's: its fields share the state line with Tag,
-	// Turns and Usage (keys "tag", "turns", "usage", which S must not use),
+	// Turns and Usage (keys "tag", "binding", "turns", "usage", "tool_calls" and "tool_stats", which S must not use),
 	// so the line stays one flat object.
 	State S
 }
 
 // header is the engine's part of the state line.
 type header struct {
-	Tag     string    `json:"tag,omitempty"`
-	Binding string    `json:"binding,omitempty"`
-	Turns   int       `json:"turns"`
-	Usage   llm.Usage `json:"usage"`
+	Tag     string               `json:"tag,omitempty"`
+	Binding string               `json:"binding,omitempty"`
+	Turns   int                  `json:"turns"`
+	Usage   llm.Usage            `json:"usage"`
+	Calls   []CallRecord         `json:"tool_calls,omitempty"`
+	Tools   map[string]ToolStats `json:"tool_stats,omitempty"`
 }
 
 type traceLine struct {
@@ -73,7 +79,7 @@ func (t *Transcript[S]) stateLine() (json.RawMessage, error) {
 	if err := json.Unmarshal(policy, &fields); err != nil {
 		return nil, fmt.Errorf("the policy state must encode as a JSON object: %w", err)
 	}
-	head, err := json.Marshal(header{Tag: t.Tag, Binding: t.Binding, Turns: t.Turns, Usage: t.Usage})
+	head, err := json.Marshal(header{Tag: t.Tag, Binding: t.Binding, Turns: t.Turns, Usage: t.Usage, Calls: t.Calls, Tools: t.Tools})
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +123,7 @@ func ParseTranscript[S any](data []byte) (*Transcript[S], error) {
 			if err := json.Unmarshal(line.State, &t.State); err != nil {
 				return nil, fmt.Errorf("trace line %d: %w", n, err)
 			}
-			t.Tag, t.Binding, t.Turns, t.Usage = h.Tag, h.Binding, h.Turns, h.Usage
+			t.Tag, t.Binding, t.Turns, t.Usage, t.Calls, t.Tools = h.Tag, h.Binding, h.Turns, h.Usage, h.Calls, h.Tools
 		case line.Kind == "message" && line.Message != nil && t != nil:
 			t.Messages = append(t.Messages, *line.Message)
 		default:

@@ -66,6 +66,9 @@ type Backend struct {
 	// ExtraBody is merged into the request body as is, for provider
 	// parameters Conclave does not model (top_k, search_parameters, …).
 	ExtraBody ExtraBody `yaml:"extra_body,omitempty" json:"extra_body,omitempty"`
+	// Tools are the agent's tools beyond its workspace, in MassGen's
+	// spelling: MCP servers and the sandboxed command tool (mcp.go).
+	Tools `yaml:",inline"`
 }
 
 // Reasoning is how hard a reasoning model thinks.

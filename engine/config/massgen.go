@@ -361,11 +361,9 @@ func (m *massgen) backend(n *yaml.Node, path string, i int) {
 		case name == "thinking":
 			m.keys[k] = true
 			m.ignore(k, v, p, ignoredKey{"extended thinking is sent only to type: claude; use reasoning.effort", false})
-		case strings.HasPrefix(name, "command_line_"):
+		case strings.HasPrefix(name, "command_line_docker_") || name == "command_execution_prefix" || name == "command_execution_venv_path":
 			m.keys[k] = true
-			// Settings of the command-line tool; enable_mcp_command_line is
-			// the switch that warns.
-			m.ignore(k, v, p, ignoredKey{whyShell, true})
+			m.ignore(k, v, p, ignoredKey{whyDocker, true})
 		case name == "reasoning" && v.Kind == yaml.MappingNode:
 			if prov, ok := LookupProvider(typ); ok && prov.IgnoresEffort {
 				m.warn(k.Line, p, fmt.Sprintf("%s ignores reasoning_effort, so it is not sent; extended thinking is thinking: {type: enabled, budget_tokens: N}", prov.Name), false)

@@ -14,11 +14,9 @@ type ignoredKey struct {
 const (
 	whyStorage   = "Conclave keeps every answer, workspace and trace in its session storage (--storage); this folder is not used"
 	whyTool      = "provider-side tools are not enabled: the agent runs with Conclave's workspace tools only"
-	whyMCP       = "MCP servers are not started: the agent runs with Conclave's workspace tools only"
 	whyAgentTime = "Conclave has no per-agent timeout: the round timeouts (initial_round_timeout_seconds, subsequent_round_timeout_seconds, round_timeout_grace_seconds), max_steps_per_agent and orchestrator_timeout_seconds bound the run"
 	whyFeature   = "this MassGen feature is not implemented in Conclave"
-	whyToolList  = "filters MCP and built-in tools, which Conclave does not offer"
-	whyShell     = "there is no command-line execution tool in Conclave"
+	whyDocker    = "the command tool runs in the worker's bubblewrap sandbox, not in Docker; this setting is not used"
 	whyClaudeSDK = "a Claude Code SDK setting; it has no effect on the chat API"
 )
 
@@ -90,12 +88,8 @@ var backendCompat = map[string]ignoredKey{
 	"enable_programmatic_flow": {whyTool, false},
 	"enable_tool_search":       {whyTool, false},
 	"use_multimodal_tools":     {whyTool, false},
-	"mcp_servers":              {whyMCP, false},
 	"custom_tools":             {"custom tools are not loaded: the agent runs with Conclave's workspace tools only", false},
-	"allowed_tools":            {whyToolList, true},
-	"exclude_tools":            {whyToolList, true},
-	"disallowed_tools":         {whyToolList, true},
-	"enable_mcp_command_line":  {whyShell, false},
+	"disallowed_tools":         {whyClaudeSDK + "; use allowed_tools or exclude_tools", true},
 	"upload_files":             {"files are not uploaded; put what the agents need in the task", false},
 	"betas":                    {"Anthropic beta headers are not sent", false},
 	"permission_mode":          {whyClaudeSDK, true},

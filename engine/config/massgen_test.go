@@ -41,14 +41,18 @@ func TestMassGenConfigs(t *testing.T) {
 		{
 			file:   "single_claude_mcp.yaml",
 			agents: []resolved{{"claude_agent", "claude", "https://api.anthropic.com/v1/", "ANTHROPIC_API_KEY"}},
-			warned: []string{"agent.backend.mcp_servers", "orchestrator.context_paths"},
-			noted:  []string{"agent.backend.cwd", "agent.backend.exclude_tools", "orchestrator.snapshot_storage", "orchestrator.agent_temporary_workspace", "ui"},
+			warned: []string{"orchestrator.context_paths"},
+			noted:  []string{"agent.backend.cwd", "orchestrator.snapshot_storage", "orchestrator.agent_temporary_workspace", "ui"},
 			check: func(t *testing.T, c *Config) {
 				assert.Equal(t, 900, c.Orchestrator.OrchestratorTimeoutSeconds)
 				assert.Equal(t, 0.3, *c.Agents[0].Backend.Temperature)
+				b := c.Agents[0].Backend
+				assert.Equal(t, []MCPServer{{Name: "weather", Type: MCPStdio, Command: "npx", Args: []string{"-y", "@fak111/weather-mcp"},
+					Env: map[string]string{"BRAVE_API_KEY": "${BRAVE_API_KEY}"}}}, b.MCPServers)
+				assert.Equal(t, []string{"mcp__weather__delete"}, b.ExcludeTools)
 				data, err := json.Marshal(c)
 				require.NoError(t, err)
-				assert.NotContains(t, string(data), "BRAVE_API_KEY", "ignored settings stay out of the workflow input")
+				assert.Contains(t, string(data), `"BRAVE_API_KEY":"${BRAVE_API_KEY}"`, "only the reference travels; the worker reads the value")
 			},
 		},
 		{

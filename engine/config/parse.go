@@ -160,7 +160,7 @@ func (p *problems) decode(data []byte, out any, idx *nodeIndex, compat map[*yaml
 	// are refused the same way; prices are keyed by model names, not
 	// settings. Values are never quoted.
 	for _, k := range idx.keys {
-		if k.key != k.val && SecretKeyName(k.key.Value) && parentPath(k.path) != "prices" {
+		if k.key != k.val && SecretKeyName(k.key.Value) && parentPath(k.path) != "prices" && !mcpSecretRef(k.path) {
 			p.at(k.key.Line, fmt.Sprintf("%s: API keys do not belong in the config, nor do tokens, passwords or other credentials (the config is stored in workflow history and session files); put the key in an environment variable and name that variable with api_key_env, e.g. api_key_env: OPENAI_API_KEY", k.path))
 		}
 	}

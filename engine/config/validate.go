@@ -183,6 +183,7 @@ func (v *validator) backend(bp string, b *Backend) {
 	if t := b.Text; t != nil && t.Verbosity != "" && !slices.Contains([]string{"low", "medium", "high"}, t.Verbosity) {
 		v.add(bp+".text.verbosity", fmt.Sprintf("%q is not one of: low, medium, high", t.Verbosity))
 	}
+	v.tools(bp, &b.Tools)
 	for _, k := range b.ExtraBody.Keys() {
 		if slices.Contains(reservedBodyKeys, k) {
 			v.add(keyPath(bp+".extra_body", k), "Conclave sets this request field itself; remove it from extra_body")

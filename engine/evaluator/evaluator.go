@@ -154,7 +154,7 @@ func (p *policy) OutOfTurns(t *Transcript) error {
 // Handle runs the read-only workspace tools and accepts one valid
 // submit_evaluation; anything else is answered with what to do, and an
 // invalid submission costs an attempt.
-func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files agent.Files) (agent.Turn, error) {
+func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, files agent.Files) (agent.Turn, error) {
 	var turn agent.Turn
 	if len(msg.ToolCalls) == 0 {
 		turn.After = []llm.Message{{Role: llm.RoleUser, Content: "You did not call a tool. Finish by calling `" + ToolSubmit + "` with the critique packet and next_tasks."}}
@@ -163,7 +163,7 @@ func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files
 	var reason string
 	for _, c := range msg.ToolCalls {
 		if c.Name != ToolSubmit {
-			res, ok := files.Call(c)
+			res, ok := files.Call(ctx, c)
 			if !ok {
 				res = tools.Result{Content: fmt.Sprintf("there is no tool %q for the evaluator: it reads files and calls %s; it never votes, submits a checklist or answers", c.Name, ToolSubmit), IsError: true}
 				reason = "called " + c.Name

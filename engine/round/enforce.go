@@ -64,7 +64,7 @@ func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, fil
 			turn.Results[i] = refuse("the time for this round is over: only workflow tools (%s) are allowed now. `%s` was not run; finish with a workflow tool.", strings.Join(p.allowedAfterTimeout(t), ", "), c.Name)
 			continue
 		}
-		res, ok := files.Call(c)
+		res, ok := files.Call(ctx, c)
 		if !ok {
 			unknown = append(unknown, c.Name)
 			res = tools.Result{Content: fmt.Sprintf("there is no tool named %q here; use only the tools offered in this step.", c.Name), IsError: true}

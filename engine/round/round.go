@@ -28,7 +28,7 @@ func Run(ctx context.Context, in Input) (*Outcome, error) {
 	p := &policy{in: &in, anon: coord.AnonymousIDs(in.Agents), real: coord.RealIDs(in.Agents)}
 	cfg := agent.Config[State]{
 		Model: in.Model, ModelName: in.ModelName, Temperature: in.Temperature, MaxTokens: in.MaxTokens,
-		OnChunk: in.OnChunk, MaxTurns: in.MaxTurns, Files: agent.Files{Workspace: in.Workspace},
+		OnChunk: in.OnChunk, MaxTurns: in.MaxTurns, Files: agent.Files{Workspace: in.Workspace, Tools: in.Tools}, CallScope: in.CallScope,
 		Tag: in.Tag, Binding: in.Binding, Prior: in.Prior, Logf: in.Logf, Checkpoint: in.Checkpoint,
 	}
 	cfg.Messages, cfg.State = p.start() // used unless the prior checkpoint is resumed

@@ -92,7 +92,11 @@ type Input struct {
 	MaxTokens   *int64
 
 	Workspace *tools.Workspace // nil: no workspace tools
-	Inbox     Inbox            // nil: no injection
+	// Tools are the agent's MCP servers and command tool (nil: none);
+	// CallScope names the step's launch in their idempotency keys.
+	Tools     agent.Toolbox
+	CallScope string
+	Inbox     Inbox // nil: no injection
 	// Gate checks a new answer at submission (nil: no check); the
 	// presentation is never checked.
 	Gate Gate

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/conclave-ai/conclave/engine/agent"
+	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/engine/pipeline/runner"
@@ -36,6 +37,10 @@ type PipelineOptions struct {
 	// Logf reports what a person may want to know, such as a checkpoint
 	// that was not resumed; nil discards it.
 	Logf func(format string, args ...any)
+	// Backend and Tools give the step its MCP servers and command tool,
+	// when Backend has any.
+	Backend *config.Backend
+	Tools   ToolOpener
 }
 
 // PipelineStep is a finished pipeline step, its files stored in Folder.
@@ -94,6 +99,17 @@ func RunPipeline(ctx context.Context, o PipelineOptions) (*PipelineStep, error) 
 		}
 	}
 	in.Checkpoint = agent.Checkpointer[runner.State](o.Store, traceKey, 0, o.OnCheckpoint)
+	if o.Backend != nil && o.Backend.HasTools() {
+		if o.Tools == nil {
+			return nil, fmt.Errorf("%w: step %q has tools (mcp_servers or enable_mcp_command_line), and this runner starts none", ErrBadInput, in.Step)
+		}
+		tb, closeTools, err := o.Tools(ctx, &config.Agent{ID: in.Step, Backend: *o.Backend}, dir)
+		if err != nil {
+			return nil, err
+		}
+		defer closeTools()
+		in.Tools, in.CallScope = tb, o.Store.Location()+"/"+folder
+	}
 	out, t, err := runner.Run(ctx, in)
 	if err != nil {
 		return nil, err

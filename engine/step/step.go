@@ -77,6 +77,9 @@ type Options struct {
 	Inject bool
 	// OnCheckpoint is told after every stored checkpoint (heartbeats).
 	OnCheckpoint func(turns int)
+	// Tools opens the agent's MCP servers and command tool for the step;
+	// nil offers only the workspace tools.
+	Tools ToolOpener
 	// Logf reports what a person may want to know, such as a checkpoint
 	// that was not resumed; nil discards it.
 	Logf func(format string, args ...any)
@@ -219,6 +222,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	started := o.Now()
 	var out *round.Outcome
+	if autoStop == "" {
+		closeTools, err := openTools(ctx, o.Tools, agentCfg, &in, toolScope(o, stepNo))
+		if err != nil {
+			return nil, err
+		}
+		defer closeTools()
+	}
 	if autoStop != "" {
 		out = autoStopOutcome(in.Answers, autoStop)
 	} else if out, err = round.Run(ctx, in); err != nil {

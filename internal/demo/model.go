@@ -59,6 +59,13 @@ func reply(r llmtest.Request) llmtest.Reply {
 		if style == "" {
 			style = "Answering directly"
 		}
+		rep, res := toolReply(r, task)
+		if res != nil {
+			return call("new_answer", map[string]string{"content": withToolResult(style, task, res)})
+		}
+		if len(rep.ToolCalls) > 0 {
+			return rep
+		}
 		return call("new_answer", map[string]string{"content": fmt.Sprintf(
 			"%s: %s — a short answer would cover the goal, the key facts and one concrete next step. (offline demo model, %d words in the prompt)",
 			style, task, len(strings.Fields(text)))})

@@ -69,6 +69,10 @@ type Input struct {
 	Logf       func(format string, args ...any)
 	Checkpoint func(context.Context, *Transcript) error
 	OnChunk    func()
+	// Tools are the step's MCP servers and command tool (nil: none);
+	// CallScope names the step in their idempotency keys.
+	Tools     agent.Toolbox
+	CallScope string
 }
 
 // Transcript is a pipeline step's transcript: its conversation and the
@@ -134,7 +138,8 @@ func Run(ctx context.Context, in Input) (*Outcome, *Transcript, error) {
 	cfg := agent.Config[State]{
 		Model: in.Model, ModelName: in.ModelName, Temperature: in.Temperature, MaxTokens: in.MaxTokens,
 		OnChunk: in.OnChunk, MaxTurns: p.maxIterations(), Prior: in.Prior, Logf: in.Logf, Checkpoint: in.Checkpoint,
-		Files: agent.Files{Workspace: &tools.Workspace{Dir: in.Workspace}, Allow: func(name string) bool { return slices.Contains(step.Tools, name) }},
+		Files:     agent.Files{Workspace: &tools.Workspace{Dir: in.Workspace}, Allow: func(name string) bool { return slices.Contains(step.Tools, name) }, Tools: in.Tools},
+		CallScope: in.CallScope,
 	}
 	// The opening messages are used unless the prior checkpoint is resumed.
 	switch {
@@ -238,13 +243,13 @@ func (p *policy) Tools(_ *Transcript, files agent.Files) []tools.Spec {
 // Handle answers the tool calls of the model's latest message, in order,
 // and decides whether the step is over. An answer without tool calls
 // completes it.
-func (p *policy) Handle(_ context.Context, t *Transcript, msg llm.Message, files agent.Files) (agent.Turn, error) {
+func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, files agent.Files) (agent.Turn, error) {
 	var turn agent.Turn
 	var done *pipeline.Completion
 	unknown, refused := "", ""
 	allRefused := len(msg.ToolCalls) > 0
 	for _, c := range msg.ToolCalls {
-		res, known := p.call(t, c, files, &done)
+		res, known := p.call(ctx, t, c, files, &done)
 		if !known {
 			unknown = c.Name
 		}
@@ -322,7 +327,7 @@ func (p *policy) transfer(t *Transcript, text string) *Outcome {
 
 // call answers one tool call; known is false for a tool the step does not
 // offer.
-func (p *policy) call(t *Transcript, c llm.ToolCall, files agent.Files, done **pipeline.Completion) (res tools.Result, known bool) {
+func (p *policy) call(ctx context.Context, t *Transcript, c llm.ToolCall, files agent.Files, done **pipeline.Completion) (res tools.Result, known bool) {
 	g, from := p.in.Graph, p.step.Name
 	if err := tools.CheckOmitted(c.Name, c.Arguments); err != nil {
 		return tools.Result{Content: err.Error(), IsError: true}, true
@@ -355,7 +360,7 @@ func (p *policy) call(t *Transcript, c llm.ToolCall, files agent.Files, done **p
 		t.State.Pending = &pipeline.Request{Kind: kind, Target: target}
 		return tools.Result{Content: msg}, true
 	}
-	if res, ok := files.Call(c); ok {
+	if res, ok := files.Call(ctx, c); ok {
 		return res, true
 	}
 	return tools.Result{Content: fmt.Sprintf("there is no tool %q in step %q; use only the tools offered", c.Name, from), IsError: true}, false
