@@ -162,3 +162,14 @@ func TestSessionStatusUsesTheStoredConfig(t *testing.T) {
 	s = status(t, dir)
 	require.False(t, s.Agents["agent_b"].Running, "a damaged launch.json closes the folder")
 }
+
+// A step mode step is visible from its claim, before its first model call
+// returns: the agent shows running and is not relaunched.
+func TestSessionStatusSeesAClaimedStep(t *testing.T) {
+	dir := t.TempDir()
+	answers(t, dir, "agent_a", "agent_b")
+	writeStep(t, dir, "agent_a", "002", "claim.json", `{"token":"x","timestamp":"2026-03-20T22:33:03Z"}`)
+	s := status(t, dir)
+	require.True(t, s.Agents["agent_a"].Running)
+	require.Equal(t, []string{"agent_b"}, s.Relaunch)
+}

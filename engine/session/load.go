@@ -262,7 +262,9 @@ func (s *Snapshot) loadAgent(ctx context.Context, st storage.Store, id string, s
 func (s *Snapshot) endedWithout(ctx context.Context, st storage.Store, id string, n int, files map[string]bool, last bool) (*StepRecord, error) {
 	rec := &StepRecord{Step: n}
 	if !files[launchFile] {
-		if last && files[traceFile] {
+		// A step mode run claims its folder before its first model call,
+		// and checkpoints after it: either says the step runs.
+		if last && (files[traceFile] || files[claimFile]) {
 			rec.Running = true
 			return rec, nil
 		}
