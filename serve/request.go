@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
@@ -70,21 +69,13 @@ func errorBody(e *apiError) map[string]any {
 	return map[string]any{"error": body}
 }
 
-// readBody reads the whole body (bounded by authed) and splits it into its
+// readBody reads the whole body (read and bounded by authed) and splits it into its
 // top-level fields. A field the endpoint does not know is refused by name:
 // the team's settings (storage, secrets, tools, MCP servers…) are the
 // operator's, never the request's.
 func readBody(w http.ResponseWriter, r *http.Request, known, ignored []string) (map[string]json.RawMessage, error) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	data, err := io.ReadAll(r.Body)
-	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
-				msg: fmt.Sprintf("the request body is over this server's limit of %d bytes; send a shorter conversation", tooBig.Limit)}
-		}
 		return nil, badRequest("", "read the request body: %v", err)
 	}
 	var fields map[string]json.RawMessage

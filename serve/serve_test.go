@@ -1,9 +1,12 @@
 package serve
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -310,4 +313,73 @@ func FuzzParseMessages(f *testing.F) {
 			require.True(t, strings.HasSuffix(text, last.Content))
 		}
 	})
+}
+
+// rawRequest sends head (request line and headers, no body) on a fresh
+// connection and returns what the server answers within limit, and how
+// long it took to answer or close.
+func rawRequest(t *testing.T, addr, head string, limit time.Duration) (string, time.Duration) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	start := time.Now()
+	_, err = io.WriteString(conn, head)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(start.Add(limit)))
+	got, _ := io.ReadAll(conn)
+	return string(got), time.Since(start)
+}
+
+func TestBodyNeverSentIsNotWaitedFor(t *testing.T) {
+	alice := Key{Name: "alice", Secret: "sk-0123456789abcdef"}
+	s := testServer(t, alice)
+	s.opts.BodyReadTimeout = 300 * time.Millisecond
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+
+	// Without a key: 401 at once, whatever body was announced.
+	for _, head := range []string{
+		"GET /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+	} {
+		got, took := rawRequest(t, addr, head, 5*time.Second)
+		require.Contains(t, got, "401 Unauthorized", head)
+		require.Less(t, took, 200*time.Millisecond, head)
+	}
+	// Unknown endpoints and methods are answered before any body too.
+	got, took := rawRequest(t, addr, "POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n", 5*time.Second)
+	require.Contains(t, got, "405")
+	require.Less(t, took, 200*time.Millisecond)
+
+	// With a key, a body that never comes is cut at the read timeout.
+	for _, head := range []string{
+		"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + alice.Secret + "\r\nContent-Length: 10\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + alice.Secret + "\r\nContent-Length: 100\r\n\r\n{",
+	} {
+		got, took := rawRequest(t, addr, head, 5*time.Second)
+		require.Less(t, took, 2*time.Second, head)
+		require.GreaterOrEqual(t, took, 300*time.Millisecond, head)
+		if got != "" {
+			require.Contains(t, got, "408", head)
+		}
+	}
+
+	// A body that arrives is read and answered on a connection kept alive.
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for range 2 {
+		_, err = io.WriteString(conn, "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+alice.Secret+"\r\nContent-Length: 2\r\n\r\n{}")
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+		require.False(t, resp.Close)
+	}
 }
