@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"io"
@@ -19,6 +20,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/conclave-ai/conclave/contract"
@@ -382,4 +385,54 @@ func TestBodyNeverSentIsNotWaitedFor(t *testing.T) {
 		require.Equal(t, 200, resp.StatusCode)
 		require.False(t, resp.Close)
 	}
+}
+
+// refusingClient is a Temporal client whose every start fails with err.
+type refusingClient struct {
+	client.Client
+	err    error
+	starts int
+}
+
+func (c *refusingClient) ExecuteWorkflow(context.Context, client.StartWorkflowOptions, any, ...any) (client.WorkflowRun, error) {
+	c.starts++
+	return nil, c.err
+}
+
+func TestTooLargeForTemporalIsNotRetryable(t *testing.T) {
+	alice := Key{Name: "alice", Secret: "sk-0123456789abcdef"}
+	s := testServer(t, alice)
+	s.opts.MaxRequestBytes = 1 << 20
+	fake := &refusingClient{err: serviceerror.NewUnavailable("down")}
+	s.opts.Client = fake
+	h := s.Handler()
+	chat := func(content string) string {
+		return `{"model":"team","messages":[{"role":"user","content":"` + content + `"}]}`
+	}
+
+	// Under the request limit, but '<' is six bytes once encoded, and the
+	// conversation is in the input and the memo: refused before any start.
+	status, v := do(t, h, "POST", "/v1/chat/completions", alice.Secret, chat(strings.Repeat("<", 1000<<10)))
+	require.Equal(t, 413, status, v)
+	require.Contains(t, errMessage(v), "once encoded for Temporal")
+	require.Contains(t, errMessage(v), "over the limit of")
+	require.Zero(t, fake.starts)
+	require.Empty(t, s.running["alice"])
+
+	// Temporal's own refusals for size are 413 too, never a 503 to retry.
+	for _, err := range []error{
+		serviceerror.NewInvalidArgument("Blob data size exceeds limit."),
+		serviceerror.NewInvalidArgument("Memo size exceeds limit."),
+		serviceerror.NewResourceExhausted(enumspb.RESOURCE_EXHAUSTED_CAUSE_UNSPECIFIED, "grpc: received message larger than max (5242880 vs. 4194304)"),
+	} {
+		fake.err = err
+		status, v = do(t, h, "POST", "/v1/chat/completions", alice.Secret, chat("hi"))
+		require.Equal(t, 413, status, err.Error())
+		require.Contains(t, errMessage(v), "too large")
+		require.NotContains(t, errMessage(v), "try again")
+	}
+	// Temporal being away stays a 503 to retry.
+	fake.err = serviceerror.NewUnavailable("down")
+	status, _ = do(t, h, "POST", "/v1/chat/completions", alice.Secret, chat("hi"))
+	require.Equal(t, 503, status)
 }
