@@ -43,7 +43,7 @@ func newRunID() string {
 // start starts a Coordination workflow for the conversation and returns
 // once Temporal has recorded it: the run is durable from then on, whatever
 // happens to the request or this process.
-func (s *Server) start(ctx context.Context, c caller, model string, conv []message, maxTokens int, tokensParam string) (*run, error) {
+func (s *Server) start(ctx context.Context, c caller, model string, conv []message, maxTokens *int, tokensParam string) (*run, error) {
 	id, err := s.startWorkflow(ctx, c, model, conv, maxTokens, tokensParam)
 	if err != nil {
 		return nil, err
@@ -51,11 +51,11 @@ func (s *Server) start(ctx context.Context, c caller, model string, conv []messa
 	return s.lookup(ctx, c, id)
 }
 
-func (s *Server) startWorkflow(ctx context.Context, c caller, model string, conv []message, maxTokens int, tokensParam string) (string, error) {
+func (s *Server) startWorkflow(ctx context.Context, c caller, model string, conv []message, maxTokens *int, tokensParam string) (string, error) {
 	team, ok := s.teams[model]
 	if !ok {
 		return "", &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found", param: "model",
-			msg: fmt.Sprintf("model %q does not exist on this server; GET /v1/models lists the teams it serves", model)}
+			msg: fmt.Sprintf("model %q does not exist on this server; GET /v1/models lists the teams it serves", echo(model))}
 	}
 	text, err := task(conv)
 	if err != nil {

@@ -148,15 +148,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		}
 		s.teams[t.Name] = t
 	}
-	names := map[string]bool{}
+	if err := checkKeys(opts.Keys); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	for _, k := range opts.Keys {
-		if err := checkKey(k); err != nil {
-			return nil, fmt.Errorf("serve: %w", err)
-		}
-		if names[k.Name] {
-			return nil, fmt.Errorf("serve: two API keys are named %q; give each key its own name", k.Name)
-		}
-		names[k.Name] = true
 		s.keys = append(s.keys, keyHash{name: k.Name, sum: sha256.Sum256([]byte(k.Secret))})
 	}
 	s.ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
@@ -381,6 +376,25 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// checkKeys refuses a bad key, two keys of one name, and one key under two
+// names (its requests would be counted and recorded under either).
+func checkKeys(keys []Key) error {
+	names, secrets := map[string]bool{}, map[string]string{}
+	for _, k := range keys {
+		if err := checkKey(k); err != nil {
+			return err
+		}
+		if names[k.Name] {
+			return fmt.Errorf("two API keys are named %q; give each key its own name", k.Name)
+		}
+		if other, dup := secrets[k.Secret]; dup {
+			return fmt.Errorf("API keys %q and %q are the same key; give each name its own key", other, k.Name)
+		}
+		names[k.Name], secrets[k.Secret] = true, k.Name
+	}
+	return nil
+}
+
 // checkKey refuses keys that are empty or too short to be secret.
 func checkKey(k Key) error {
 	if !validKeyName(k.Name) {
@@ -413,11 +427,10 @@ func ParseKeys(text, source string) ([]Key, error) {
 		if !ok {
 			name, secret = fmt.Sprintf("key%d", len(keys)+1), f
 		}
-		k := Key{Name: strings.TrimSpace(name), Secret: strings.TrimSpace(secret)}
-		if err := checkKey(k); err != nil {
-			return nil, fmt.Errorf("%s: %w", source, err)
-		}
-		keys = append(keys, k)
+		keys = append(keys, Key{Name: strings.TrimSpace(name), Secret: strings.TrimSpace(secret)})
+	}
+	if err := checkKeys(keys); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return keys, nil
 }

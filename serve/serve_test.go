@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -89,6 +91,9 @@ func TestRequestsRefusedBeforeAnyRun(t *testing.T) {
 		{"image", alice.Secret, "/v1/chat/completions", `{"model":"team","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "only text"},
 		{"tool calls", alice.Secret, "/v1/chat/completions", `{"model":"team","messages":[{"role":"user","content":"x","tool_calls":[]}]}`, 400, "tool_calls is not supported"},
 		{"max_tokens", alice.Secret, "/v1/chat/completions", `{"model":"team","max_tokens":0.5,"messages":[{"role":"user","content":"hi"}]}`, 400, "max_tokens has the wrong type"},
+		{"max_tokens 0", alice.Secret, "/v1/chat/completions", `{"model":"team","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "max_tokens must be between 1 and"},
+		{"max_completion_tokens 0", alice.Secret, "/v1/chat/completions", `{"model":"team","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "max_completion_tokens must be between 1 and"},
+		{"max_output_tokens 0", alice.Secret, "/v1/responses", `{"model":"team","max_output_tokens":0,"input":"hi"}`, 400, "max_output_tokens must be between 1 and"},
 		{"store false", alice.Secret, "/v1/responses", `{"model":"team","input":"hi","store":false}`, 400, "store cannot be false"},
 		{"n", alice.Secret, "/v1/chat/completions", `{"model":"team","n":2,"messages":[{"role":"user","content":"hi"}]}`, 400, "n must be 1"},
 		{"not json", alice.Secret, "/v1/responses", `[1]`, 400, "not a JSON object"},
@@ -117,6 +122,47 @@ func TestRequestsRefusedBeforeAnyRun(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	require.Equal(t, 200, rec.Code, "the scheme is case-insensitive")
 	require.Equal(t, "team", v["data"].([]any)[0].(map[string]any)["id"])
+}
+
+func TestErrorsDoNotEchoWithoutBound(t *testing.T) {
+	alice := Key{Name: "alice", Secret: "sk-0123456789abcdef"}
+	s := testServer(t, alice)
+	s.opts.MaxRequestBytes = 1 << 20
+	h := s.Handler()
+	long := strings.Repeat("é", 100<<10)
+	var fields strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&fields, `"f%05d":1,`, i)
+	}
+	for name, body := range map[string]string{
+		"model":          `{"model":"` + long + `","messages":[{"role":"user","content":"hi"}]}`,
+		"unknown fields": `{` + fields.String() + `"model":"team","messages":[{"role":"user","content":"hi"}]}`,
+		"long field":     `{"` + long + `":1,"model":"team","messages":[{"role":"user","content":"hi"}]}`,
+		"role":           `{"model":"team","messages":[{"role":"` + long + `","content":"hi"}]}`,
+		"type":           `{"model":"team","messages":[{"type":"` + long + `","role":"user","content":"hi"}]}`,
+		"part type":      `{"model":"team","messages":[{"role":"user","content":[{"type":"` + long + `"}]}]}`,
+		"message field":  `{"model":"team","messages":[{"role":"user","content":"hi","` + long + `":1}]}`,
+	} {
+		status, v := do(t, h, http.MethodPost, "/v1/chat/completions", alice.Secret, body)
+		require.Contains(t, []int{400, 404}, status, name)
+		msg := errMessage(v)
+		require.Less(t, len(msg), 1000, "%s: %s", name, msg)
+		require.True(t, utf8.ValidString(msg), name)
+		if name == "unknown fields" {
+			require.Contains(t, msg, "f00000, f00001, f00002, f00003, f00004, and 4995 more")
+		}
+	}
+	status, v := do(t, h, http.MethodGet, "/v1/responses/"+strings.Repeat("a", 100<<10), alice.Secret, "")
+	require.Equal(t, 404, status)
+	require.Less(t, len(errMessage(v)), 1000)
+}
+
+func TestOneKeyUnderTwoNamesIsRefused(t *testing.T) {
+	_, err := ParseKeys("alice:sk-0123456789abcdef\nbob:sk-0123456789abcdef", "file")
+	require.ErrorContains(t, err, `API keys "alice" and "bob" are the same key`)
+	_, err = New(context.Background(), Options{Client: &refusingClient{}, TaskQueue: "q", Teams: testServer(t).opts.Teams,
+		Keys: []Key{{"alice", "sk-0123456789abcdef"}, {"bob", "sk-0123456789abcdef"}}})
+	require.ErrorContains(t, err, "same key")
 }
 
 func TestCaps(t *testing.T) {
