@@ -208,6 +208,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/models", s.authed(s.models))
 	mux.HandleFunc("POST /v1/chat/completions", s.authed(s.chat))
 	mux.HandleFunc("POST /v1/responses", s.authed(s.createResponse))
+	mux.HandleFunc("GET /v1/responses", s.authed(s.listResponses))
 	mux.HandleFunc("GET /v1/responses/{id}", s.authed(s.getResponse))
 	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.authed(s.cancelResponse))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +24,11 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
@@ -481,4 +485,84 @@ func TestTooLargeForTemporalIsNotRetryable(t *testing.T) {
 	fake.err = serviceerror.NewUnavailable("down")
 	status, _ = do(t, h, "POST", "/v1/chat/completions", alice.Secret, chat("hi"))
 	require.Equal(t, 503, status)
+}
+
+// listingClient lists the executions it holds, two to a page.
+type listingClient struct {
+	client.Client
+	execs   []*workflowpb.WorkflowExecutionInfo
+	queries []string
+}
+
+func (c *listingClient) ListWorkflow(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+	c.queries = append(c.queries, req.GetQuery())
+	from := 0
+	if len(req.GetNextPageToken()) > 0 {
+		from, _ = strconv.Atoi(string(req.GetNextPageToken()))
+	}
+	to := min(from+2, len(c.execs))
+	resp := &workflowservice.ListWorkflowExecutionsResponse{Executions: c.execs[from:to]}
+	if to < len(c.execs) {
+		resp.NextPageToken = []byte(strconv.Itoa(to))
+	}
+	return resp, nil
+}
+
+func TestListResponsesOfTheKey(t *testing.T) {
+	alice := Key{Name: "alice", Secret: "sk-0123456789abcdef"}
+	bob := Key{Name: "bob", Secret: "sk-bbbbbbbbbbbbbbbb"}
+	s := testServer(t, alice, bob)
+	dc := converter.GetDefaultDataConverter()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	exec := func(id, key string, started time.Time, status enumspb.WorkflowExecutionStatus, history int64) *workflowpb.WorkflowExecutionInfo {
+		info := &workflowpb.WorkflowExecutionInfo{Execution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: id + "-run"},
+			Type: &commonpb.WorkflowType{Name: contract.CoordinationName}, Status: status, HistoryLength: history, StartTime: timestamppb.New(started)}
+		if key != "-" {
+			p, err := dc.ToPayload(runMemo{Key: key, Model: "team"})
+			require.NoError(t, err)
+			info.Memo = &commonpb.Memo{Fields: map[string]*commonpb.Payload{memoKey: p}}
+		}
+		return info
+	}
+	fake := &listingClient{execs: []*workflowpb.WorkflowExecutionInfo{
+		exec("resp-old", "alice", t0, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, 40),
+		exec("resp-bob", "bob", t0.Add(time.Minute), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, 10),
+		exec("not-served", "-", t0.Add(2*time.Minute), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, 10),
+		exec("resp-new", "alice", t0.Add(3*time.Minute), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, 2),
+		exec("resp-mid", "alice", t0.Add(2*time.Minute), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, 30),
+	}}
+	s.opts.Client = fake
+	h := s.Handler()
+
+	status, v := do(t, h, http.MethodGet, "/v1/responses", alice.Secret, "")
+	require.Equal(t, 200, status, v)
+	require.Equal(t, "list", v["object"])
+	require.Equal(t, false, v["has_more"])
+	var got []string
+	for _, d := range v["data"].([]any) {
+		m := d.(map[string]any)
+		got = append(got, fmt.Sprintf("%s %s %d", m["id"], m["status"], int64(m["created_at"].(float64))))
+	}
+	require.Equal(t, []string{
+		fmt.Sprintf("resp-new queued %d", t0.Add(3*time.Minute).Unix()),
+		fmt.Sprintf("resp-mid failed %d", t0.Add(2*time.Minute).Unix()),
+		fmt.Sprintf("resp-old completed %d", t0.Unix()),
+	}, got, "the key's own runs, newest first")
+
+	status, v = do(t, h, http.MethodGet, "/v1/responses?limit=1", alice.Secret, "")
+	require.Equal(t, 200, status)
+	require.Len(t, v["data"], 1)
+	require.Equal(t, true, v["has_more"])
+	status, _ = do(t, h, http.MethodGet, "/v1/responses?limit=101", alice.Secret, "")
+	require.Equal(t, 400, status)
+
+	status, v = do(t, h, http.MethodGet, "/v1/responses", bob.Secret, "")
+	require.Equal(t, 200, status)
+	require.Len(t, v["data"], 1)
+	status, _ = do(t, h, http.MethodGet, "/v1/responses", "", "")
+	require.Equal(t, 401, status)
+
+	s.opts.KeySearchAttribute = true
+	_, _ = do(t, h, http.MethodGet, "/v1/responses", alice.Secret, "")
+	require.Contains(t, fake.queries[len(fake.queries)-1], contract.SearchAttrServeKey+` = "alice"`)
 }
