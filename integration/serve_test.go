@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -291,6 +292,26 @@ func TestServe(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &first))
 		require.NoError(t, resp.Body.Close()) // the client goes away mid-run
+		// A client that never saw the id finds it among its key's runs,
+		// another key's list does not have it.
+		list := func(key string) []string {
+			req, err := http.NewRequest(http.MethodGet, base+"/v1/responses", nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+secretOf(key))
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			var l struct{ Data []struct{ ID string } }
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&l))
+			var ids []string
+			for _, d := range l.Data {
+				ids = append(ids, d.ID)
+			}
+			return ids
+		}
+		require.Eventually(t, func() bool { return slices.Contains(list(keyBob), first.ID) }, 30*time.Second, 200*time.Millisecond)
+		require.NotContains(t, list(keyAlice), first.ID)
 		done := waitDone(t, openaiClient(base, secretOf(keyBob)), first.ID)
 		require.Equal(t, responses.ResponseStatus("completed"), done.Status)
 		require.Equal(t, "FINAL ANSWER from the team", done.OutputText())

@@ -19,7 +19,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	var model string
 	var stream bool
-	var maxTokens, maxCompletion int
+	var maxTokens, maxCompletion *int
 	n := 1
 	for name, v := range map[string]any{"model": &model, "stream": &stream, "max_tokens": &maxTokens, "max_completion_tokens": &maxCompletion, "n": &n} {
 		if err := field(fields, name, v); err != nil {
@@ -46,7 +46,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	tokensParam := "max_tokens"
-	if maxCompletion != 0 {
+	if maxCompletion != nil {
 		maxTokens, tokensParam = maxCompletion, "max_completion_tokens"
 	}
 	done, err := s.follow(c.key)

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
@@ -33,7 +32,23 @@ func badRequest(param, format string, args ...any) *apiError {
 
 func notFound(id string) *apiError {
 	return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found", param: "id",
-		msg: fmt.Sprintf("no response %q for this API key", id)}
+		msg: fmt.Sprintf("no response %q for this API key", echo(id))}
+}
+
+// maxEcho bounds a value of the request quoted back in an error message,
+// and maxUnknownFields the unknown fields named: an error never grows with
+// what the client sent.
+const (
+	maxEcho          = 64
+	maxUnknownFields = 5
+)
+
+// echo is a value of the request as an error message quotes it.
+func echo(s string) string {
+	if cut, ok := contract.Truncate(s, maxEcho); ok {
+		return cut + "…"
+	}
+	return s
 }
 
 func serverError(msg string) *apiError {
@@ -70,21 +85,13 @@ func errorBody(e *apiError) map[string]any {
 	return map[string]any{"error": body}
 }
 
-// readBody reads the whole body (bounded by authed) and splits it into its
+// readBody reads the whole body (read and bounded by authed) and splits it into its
 // top-level fields. A field the endpoint does not know is refused by name:
 // the team's settings (storage, secrets, tools, MCP servers…) are the
 // operator's, never the request's.
 func readBody(w http.ResponseWriter, r *http.Request, known, ignored []string) (map[string]json.RawMessage, error) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	data, err := io.ReadAll(r.Body)
-	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
-				msg: fmt.Sprintf("the request body is over this server's limit of %d bytes; send a shorter conversation", tooBig.Limit)}
-		}
 		return nil, badRequest("", "read the request body: %v", err)
 	}
 	var fields map[string]json.RawMessage
@@ -102,8 +109,15 @@ func readBody(w http.ResponseWriter, r *http.Request, known, ignored []string) (
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, badRequest(unknown[0], "%s cannot be set by a request: the team's settings (models, tools, storage, secrets) come from the operator's config; accepted fields are %s",
-			strings.Join(unknown, ", "), strings.Join(known, ", "))
+		named := make([]string, 0, maxUnknownFields+1)
+		for _, k := range unknown[:min(len(unknown), maxUnknownFields)] {
+			named = append(named, echo(k))
+		}
+		if more := len(unknown) - len(named); more > 0 {
+			named = append(named, fmt.Sprintf("and %d more", more))
+		}
+		return nil, badRequest(echo(unknown[0]), "%s cannot be set by a request: the team's settings (models, tools, storage, secrets) come from the operator's config; accepted fields are %s",
+			strings.Join(named, ", "), strings.Join(known, ", "))
 	}
 	if bytes.Equal(bytes.TrimSpace(fields["store"]), []byte("false")) {
 		return nil, badRequest("store", "store cannot be false: every run is a durable session, stored as the operator configured; leave store out")
@@ -160,14 +174,14 @@ func parseMessages(raw json.RawMessage, param string, max int) ([]message, error
 		_ = json.Unmarshal(item, &extra)
 		for k := range extra {
 			if k != "type" && k != "role" && k != "name" && k != "content" {
-				return nil, badRequest(at, "%s.%s is not supported: messages carry a role and text content only (the team does not call the client's tools)", at, k)
+				return nil, badRequest(at, "%s.%s is not supported: messages carry a role and text content only (the team does not call the client's tools)", at, echo(k))
 			}
 		}
 		if m.Type != "" && m.Type != "message" {
-			return nil, badRequest(at, "%s has type %q; only messages are accepted", at, m.Type)
+			return nil, badRequest(at, "%s has type %q; only messages are accepted", at, echo(m.Type))
 		}
 		if !slices.Contains(roles, m.Role) {
-			return nil, badRequest(at, "%s.role %q is not one of %s", at, m.Role, strings.Join(roles, ", "))
+			return nil, badRequest(at, "%s.role %q is not one of %s", at, echo(m.Role), strings.Join(roles, ", "))
 		}
 		text, err := contentText(m.Content, at)
 		if err != nil {
@@ -199,7 +213,7 @@ func contentText(raw json.RawMessage, at string) (string, error) {
 		case "text", "input_text", "output_text":
 			b.WriteString(p.Text)
 		default:
-			return "", badRequest(fmt.Sprintf("%s.content[%d]", at, j), "%s.content[%d] has type %q; only text is accepted", at, j, p.Type)
+			return "", badRequest(fmt.Sprintf("%s.content[%d]", at, j), "%s.content[%d] has type %q; only text is accepted", at, j, echo(p.Type))
 		}
 	}
 	return b.String(), nil
@@ -229,11 +243,12 @@ func task(conv []message) (string, error) {
 // operator's per-agent setting.
 const maxTokensLimit = 1 << 20
 
-// withMaxTokens lowers every agent's max_tokens to n (0: unchanged).
-func withMaxTokens(cfg config.Config, n int, param string) (config.Config, error) {
-	if n == 0 {
+// withMaxTokens lowers every agent's max_tokens to *limit (nil: unchanged).
+func withMaxTokens(cfg config.Config, limit *int, param string) (config.Config, error) {
+	if limit == nil {
 		return cfg, nil
 	}
+	n := *limit
 	if n < 1 || n > maxTokensLimit {
 		return cfg, badRequest(param, "%s must be between 1 and %d", param, maxTokensLimit)
 	}

@@ -123,7 +123,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, c caller
 	var req struct {
 		model, instructions, previous string
 		background, stream            bool
-		maxTokens                     int
+		maxTokens                     *int
 	}
 	for name, v := range map[string]any{"model": &req.model, "instructions": &req.instructions, "previous_response_id": &req.previous,
 		"background": &req.background, "stream": &req.stream, "max_output_tokens": &req.maxTokens} {

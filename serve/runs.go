@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -15,6 +16,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/workflows"
@@ -41,7 +43,7 @@ func newRunID() string {
 // start starts a Coordination workflow for the conversation and returns
 // once Temporal has recorded it: the run is durable from then on, whatever
 // happens to the request or this process.
-func (s *Server) start(ctx context.Context, c caller, model string, conv []message, maxTokens int, tokensParam string) (*run, error) {
+func (s *Server) start(ctx context.Context, c caller, model string, conv []message, maxTokens *int, tokensParam string) (*run, error) {
 	id, err := s.startWorkflow(ctx, c, model, conv, maxTokens, tokensParam)
 	if err != nil {
 		return nil, err
@@ -49,11 +51,11 @@ func (s *Server) start(ctx context.Context, c caller, model string, conv []messa
 	return s.lookup(ctx, c, id)
 }
 
-func (s *Server) startWorkflow(ctx context.Context, c caller, model string, conv []message, maxTokens int, tokensParam string) (string, error) {
+func (s *Server) startWorkflow(ctx context.Context, c caller, model string, conv []message, maxTokens *int, tokensParam string) (string, error) {
 	team, ok := s.teams[model]
 	if !ok {
 		return "", &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found", param: "model",
-			msg: fmt.Sprintf("model %q does not exist on this server; GET /v1/models lists the teams it serves", model)}
+			msg: fmt.Sprintf("model %q does not exist on this server; GET /v1/models lists the teams it serves", echo(model))}
 	}
 	text, err := task(conv)
 	if err != nil {
@@ -61,6 +63,11 @@ func (s *Server) startWorkflow(ctx context.Context, c caller, model string, conv
 	}
 	cfg, err := withMaxTokens(team.Config, maxTokens, tokensParam)
 	if err != nil {
+		return "", err
+	}
+	in := workflows.CoordinationInput{Task: text, Config: cfg}
+	memo := runMemo{Key: c.key, Model: model, Conversation: conv}
+	if err := s.checkStartSize(in, memo); err != nil {
 		return "", err
 	}
 	id := newRunID()
@@ -74,7 +81,7 @@ func (s *Server) startWorkflow(ctx context.Context, c caller, model string, conv
 	opts := client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.opts.TaskQueue, StaticSummary: summary,
 		StaticDetails:                            fmt.Sprintf("Conclave session started by conclave serve (model %s, key %q)", model, c.key),
-		Memo:                                     map[string]any{memoKey: runMemo{Key: c.key, Model: model, Conversation: conv}},
+		Memo:                                     map[string]any{memoKey: memo},
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 	}
@@ -84,10 +91,15 @@ func (s *Server) startWorkflow(ctx context.Context, c caller, model string, conv
 	// The client going away must not leave a start half done.
 	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	in := workflows.CoordinationInput{Task: text, Config: cfg}
 	if _, err := s.opts.Client.ExecuteWorkflow(startCtx, opts, contract.CoordinationName, in); err != nil {
 		s.release(c.key, id)
 		s.log.Warn("start failed", "key", c.key, "model", model, "error", err)
+		if tooLargeForTemporal(err) {
+			// Trying again cannot help: the same start is as large.
+			return "", &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
+				msg: fmt.Sprintf("Temporal refused the run as too large (each payload may be at most %s, the whole start %s); send a shorter conversation",
+					mib(temporalPayloadLimit), mib(temporalMessageLimit))}
+		}
 		var invalid *serviceerror.InvalidArgument
 		if errors.As(err, &invalid) {
 			// Temporal's own limits (payload and memo sizes) are the request's fault.
@@ -100,6 +112,49 @@ func (s *Server) startWorkflow(ctx context.Context, c caller, model string, conv
 	s.log.Debug("run task", "id", id, "task", text)
 	go s.watch(c.key, id)
 	return id, nil
+}
+
+// Temporal's limits on a start, as its server has them by default: each
+// payload (the input; the memo) at most 2 MiB, the whole gRPC message at
+// most 4 MiB. The margins leave room for the rest of the request.
+const (
+	temporalPayloadLimit = 2 << 20
+	temporalMessageLimit = 4 << 20
+	maxStartPayloadBytes = temporalPayloadLimit - 16<<10
+	maxStartBytes        = temporalMessageLimit - 64<<10
+)
+
+func mib(n int) string { return fmt.Sprintf("%d MiB", n>>20) }
+
+// checkStartSize measures the start as it goes to Temporal: the input and
+// the memo both carry the conversation, encoded (JSON escapes '<' and '>'
+// as six bytes; a payload codec may add more), so a body under the request
+// limit can still be too large. It is refused here, before anything starts.
+func (s *Server) checkStartSize(in workflows.CoordinationInput, memo runMemo) error {
+	input, err := s.dc.ToPayloads(in)
+	if err != nil {
+		return serverError("encode the run's input: " + err.Error())
+	}
+	m, err := s.dc.ToPayload(memo)
+	if err != nil {
+		return serverError("encode the run's memo: " + err.Error())
+	}
+	inBytes, memoBytes := proto.Size(input), proto.Size(m)
+	if inBytes <= maxStartPayloadBytes && memoBytes <= maxStartPayloadBytes && inBytes+memoBytes <= maxStartBytes {
+		return nil
+	}
+	return &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
+		msg: fmt.Sprintf("the conversation is too large once encoded for Temporal: the run's input is %d bytes and its memo %d bytes "+
+			"(each carries the conversation), over the limit of %d bytes each and %d together; send a shorter conversation",
+			inBytes, memoBytes, maxStartPayloadBytes, maxStartBytes)}
+}
+
+// tooLargeForTemporal tells Temporal's refusal of a start for its size (a
+// payload over the blob limit, a gRPC message over its maximum).
+func tooLargeForTemporal(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "larger than max") || strings.Contains(msg, "blob data size exceeds") ||
+		strings.Contains(msg, "memo size exceeds")
 }
 
 // acquire counts a run against its key's cap and the server's.

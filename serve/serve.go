@@ -8,14 +8,17 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -36,9 +39,10 @@ const (
 	// DefaultMaxStreamsPerKey bounds the requests of one key that follow
 	// a run (streams and foreground waits), each a connection held open.
 	DefaultMaxStreamsPerKey = 16
-	// bodyReadTimeout bounds reading a request body, so a client sending
-	// slowly cannot hold a connection; streaming answers have no limit.
-	bodyReadTimeout = 30 * time.Second
+	// DefaultBodyReadTimeout bounds reading a request body, so a client
+	// sending slowly (or not at all) cannot hold a connection; streaming
+	// answers have no limit.
+	DefaultBodyReadTimeout = 30 * time.Second
 )
 
 // Team is one model id the server offers: a team of agents from the
@@ -75,6 +79,9 @@ type Options struct {
 	MaxRunsPerKey    int   // runs of one key not yet ended
 	MaxRuns          int   // runs of the whole server not yet ended (503 beyond)
 	MaxStreamsPerKey int   // open streams and foreground waits per key (429 beyond)
+	// BodyReadTimeout bounds the time from a request's headers to the end
+	// of its body (DefaultBodyReadTimeout when zero).
+	BodyReadTimeout time.Duration
 
 	// Logger gets one line per request (never its messages at info).
 	Logger *slog.Logger
@@ -125,6 +132,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.MaxStreamsPerKey <= 0 {
 		opts.MaxStreamsPerKey = DefaultMaxStreamsPerKey
 	}
+	if opts.BodyReadTimeout <= 0 {
+		opts.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	s := &Server{opts: opts, dc: opts.DataConverter, teams: map[string]Team{}, log: opts.Logger, running: map[string]map[string]bool{}, streams: map[string]int{}}
 	if s.dc == nil {
 		s.dc = converter.GetDefaultDataConverter()
@@ -138,15 +148,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		}
 		s.teams[t.Name] = t
 	}
-	names := map[string]bool{}
+	if err := checkKeys(opts.Keys); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	for _, k := range opts.Keys {
-		if err := checkKey(k); err != nil {
-			return nil, fmt.Errorf("serve: %w", err)
-		}
-		if names[k.Name] {
-			return nil, fmt.Errorf("serve: two API keys are named %q; give each key its own name", k.Name)
-		}
-		names[k.Name] = true
 		s.keys = append(s.keys, keyHash{name: k.Name, sum: sha256.Sum256([]byte(k.Secret))})
 	}
 	s.ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
@@ -161,15 +166,49 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 // Close stops watching runs; the runs themselves go on.
 func (s *Server) Close() { s.stop() }
 
-// Handler routes the API.
+// Handler routes the API. A request's body is read only once the request
+// is known to be authorized for an endpoint that takes one, and within the
+// body read timeout: an answer given without reading it (401, 404, 405…)
+// closes the connection rather than wait for a body that may never come.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	s.routes(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hasBody(r) {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		w.Header().Set("Connection", "close")
+		_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout()))
+		mux.ServeHTTP(w, r)
+		if w.Header().Get("Connection") == "close" {
+			// The body was not read (readAll lifts the close): the
+			// connection ends now, without waiting for the rest of it.
+			_ = rc.SetReadDeadline(time.Now())
+		}
+	})
+}
+
+func hasBody(r *http.Request) bool {
+	return r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+}
+
+func (s *Server) bodyTimeout() time.Duration {
+	if s.opts.BodyReadTimeout > 0 {
+		return s.opts.BodyReadTimeout
+	}
+	return DefaultBodyReadTimeout
+}
+
+func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /v1/models", s.authed(s.models))
 	mux.HandleFunc("POST /v1/chat/completions", s.authed(s.chat))
 	mux.HandleFunc("POST /v1/responses", s.authed(s.createResponse))
+	mux.HandleFunc("GET /v1/responses", s.authed(s.listResponses))
 	mux.HandleFunc("GET /v1/responses/{id}", s.authed(s.getResponse))
 	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.authed(s.cancelResponse))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -181,7 +220,6 @@ func (s *Server) Handler() http.Handler {
 		writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found",
 			msg: fmt.Sprintf("%s %s is not an endpoint of this server; see GET /v1/models, POST /v1/chat/completions and /v1/responses", r.Method, r.URL.Path)})
 	})
-	return mux
 }
 
 // known tells whether path is an endpoint (for 405 against 404).
@@ -201,8 +239,8 @@ type caller struct{ key string }
 type handler func(http.ResponseWriter, *http.Request, caller)
 
 // authed checks the bearer key against every configured key in constant
-// time (the hashes have equal length whatever the secret's), then bounds
-// the body while it is read.
+// time (the hashes have equal length whatever the secret's), and only then
+// reads the body, bounded in size and in time (readAll).
 func (s *Server) authed(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -213,11 +251,41 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 				msg: "missing or wrong API key: send the header Authorization: Bearer <key> with a key the operator gave you"})
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)
+		if err := s.readAll(w, r); err != nil {
+			s.log.Info("refused", "method", r.Method, "path", r.URL.Path, "key", c.key, "error", err.Error())
+			writeError(w, err)
+			return
+		}
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		h(rec, r, c)
 		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "key", c.key, "status", rec.status, "ms", time.Since(start).Milliseconds())
 	}
+}
+
+// readAll reads the whole body under the size limit and the read deadline
+// Handler set, then lifts the deadline (a stream is not bounded) and lets
+// the connection be kept alive; handlers read the body from memory.
+func (s *Server) readAll(w http.ResponseWriter, r *http.Request) error {
+	if !hasBody(r) {
+		return nil
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
+				msg: fmt.Sprintf("the request body is over this server's limit of %d bytes; send a shorter conversation", tooBig.Limit)}
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return &apiError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "request_timeout",
+				msg: fmt.Sprintf("the request body did not arrive within %s; send it at once", s.bodyTimeout())}
+		}
+		return badRequest("", "read the request body: %v", err)
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	w.Header().Del("Connection")
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	return nil
 }
 
 func (s *Server) authenticate(r *http.Request) (caller, bool) {
@@ -309,6 +377,25 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// checkKeys refuses a bad key, two keys of one name, and one key under two
+// names (its requests would be counted and recorded under either).
+func checkKeys(keys []Key) error {
+	names, secrets := map[string]bool{}, map[string]string{}
+	for _, k := range keys {
+		if err := checkKey(k); err != nil {
+			return err
+		}
+		if names[k.Name] {
+			return fmt.Errorf("two API keys are named %q; give each key its own name", k.Name)
+		}
+		if other, dup := secrets[k.Secret]; dup {
+			return fmt.Errorf("API keys %q and %q are the same key; give each name its own key", other, k.Name)
+		}
+		names[k.Name], secrets[k.Secret] = true, k.Name
+	}
+	return nil
+}
+
 // checkKey refuses keys that are empty or too short to be secret.
 func checkKey(k Key) error {
 	if !validKeyName(k.Name) {
@@ -341,11 +428,10 @@ func ParseKeys(text, source string) ([]Key, error) {
 		if !ok {
 			name, secret = fmt.Sprintf("key%d", len(keys)+1), f
 		}
-		k := Key{Name: strings.TrimSpace(name), Secret: strings.TrimSpace(secret)}
-		if err := checkKey(k); err != nil {
-			return nil, fmt.Errorf("%s: %w", source, err)
-		}
-		keys = append(keys, k)
+		keys = append(keys, Key{Name: strings.TrimSpace(name), Secret: strings.TrimSpace(secret)})
+	}
+	if err := checkKeys(keys); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return keys, nil
 }

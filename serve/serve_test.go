@@ -1,22 +1,34 @@
 package serve
 
 import (
+	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
@@ -83,6 +95,9 @@ func TestRequestsRefusedBeforeAnyRun(t *testing.T) {
 		{"image", alice.Secret, "/v1/chat/completions", `{"model":"team","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "only text"},
 		{"tool calls", alice.Secret, "/v1/chat/completions", `{"model":"team","messages":[{"role":"user","content":"x","tool_calls":[]}]}`, 400, "tool_calls is not supported"},
 		{"max_tokens", alice.Secret, "/v1/chat/completions", `{"model":"team","max_tokens":0.5,"messages":[{"role":"user","content":"hi"}]}`, 400, "max_tokens has the wrong type"},
+		{"max_tokens 0", alice.Secret, "/v1/chat/completions", `{"model":"team","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "max_tokens must be between 1 and"},
+		{"max_completion_tokens 0", alice.Secret, "/v1/chat/completions", `{"model":"team","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "max_completion_tokens must be between 1 and"},
+		{"max_output_tokens 0", alice.Secret, "/v1/responses", `{"model":"team","max_output_tokens":0,"input":"hi"}`, 400, "max_output_tokens must be between 1 and"},
 		{"store false", alice.Secret, "/v1/responses", `{"model":"team","input":"hi","store":false}`, 400, "store cannot be false"},
 		{"n", alice.Secret, "/v1/chat/completions", `{"model":"team","n":2,"messages":[{"role":"user","content":"hi"}]}`, 400, "n must be 1"},
 		{"not json", alice.Secret, "/v1/responses", `[1]`, 400, "not a JSON object"},
@@ -111,6 +126,47 @@ func TestRequestsRefusedBeforeAnyRun(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	require.Equal(t, 200, rec.Code, "the scheme is case-insensitive")
 	require.Equal(t, "team", v["data"].([]any)[0].(map[string]any)["id"])
+}
+
+func TestErrorsDoNotEchoWithoutBound(t *testing.T) {
+	alice := Key{Name: "alice", Secret: "sk-0123456789abcdef"}
+	s := testServer(t, alice)
+	s.opts.MaxRequestBytes = 1 << 20
+	h := s.Handler()
+	long := strings.Repeat("é", 100<<10)
+	var fields strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&fields, `"f%05d":1,`, i)
+	}
+	for name, body := range map[string]string{
+		"model":          `{"model":"` + long + `","messages":[{"role":"user","content":"hi"}]}`,
+		"unknown fields": `{` + fields.String() + `"model":"team","messages":[{"role":"user","content":"hi"}]}`,
+		"long field":     `{"` + long + `":1,"model":"team","messages":[{"role":"user","content":"hi"}]}`,
+		"role":           `{"model":"team","messages":[{"role":"` + long + `","content":"hi"}]}`,
+		"type":           `{"model":"team","messages":[{"type":"` + long + `","role":"user","content":"hi"}]}`,
+		"part type":      `{"model":"team","messages":[{"role":"user","content":[{"type":"` + long + `"}]}]}`,
+		"message field":  `{"model":"team","messages":[{"role":"user","content":"hi","` + long + `":1}]}`,
+	} {
+		status, v := do(t, h, http.MethodPost, "/v1/chat/completions", alice.Secret, body)
+		require.Contains(t, []int{400, 404}, status, name)
+		msg := errMessage(v)
+		require.Less(t, len(msg), 1000, "%s: %s", name, msg)
+		require.True(t, utf8.ValidString(msg), name)
+		if name == "unknown fields" {
+			require.Contains(t, msg, "f00000, f00001, f00002, f00003, f00004, and 4995 more")
+		}
+	}
+	status, v := do(t, h, http.MethodGet, "/v1/responses/"+strings.Repeat("a", 100<<10), alice.Secret, "")
+	require.Equal(t, 404, status)
+	require.Less(t, len(errMessage(v)), 1000)
+}
+
+func TestOneKeyUnderTwoNamesIsRefused(t *testing.T) {
+	_, err := ParseKeys("alice:sk-0123456789abcdef\nbob:sk-0123456789abcdef", "file")
+	require.ErrorContains(t, err, `API keys "alice" and "bob" are the same key`)
+	_, err = New(context.Background(), Options{Client: &refusingClient{}, TaskQueue: "q", Teams: testServer(t).opts.Teams,
+		Keys: []Key{{"alice", "sk-0123456789abcdef"}, {"bob", "sk-0123456789abcdef"}}})
+	require.ErrorContains(t, err, "same key")
 }
 
 func TestCaps(t *testing.T) {
@@ -310,4 +366,203 @@ func FuzzParseMessages(f *testing.F) {
 			require.True(t, strings.HasSuffix(text, last.Content))
 		}
 	})
+}
+
+// rawRequest sends head (request line and headers, no body) on a fresh
+// connection and returns what the server answers within limit, and how
+// long it took to answer or close.
+func rawRequest(t *testing.T, addr, head string, limit time.Duration) (string, time.Duration) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	start := time.Now()
+	_, err = io.WriteString(conn, head)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(start.Add(limit)))
+	got, _ := io.ReadAll(conn)
+	return string(got), time.Since(start)
+}
+
+func TestBodyNeverSentIsNotWaitedFor(t *testing.T) {
+	alice := Key{Name: "alice", Secret: "sk-0123456789abcdef"}
+	s := testServer(t, alice)
+	s.opts.BodyReadTimeout = 300 * time.Millisecond
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+
+	// Without a key: 401 at once, whatever body was announced.
+	for _, head := range []string{
+		"GET /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+	} {
+		got, took := rawRequest(t, addr, head, 5*time.Second)
+		require.Contains(t, got, "401 Unauthorized", head)
+		require.Less(t, took, 200*time.Millisecond, head)
+	}
+	// Unknown endpoints and methods are answered before any body too.
+	got, took := rawRequest(t, addr, "POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n", 5*time.Second)
+	require.Contains(t, got, "405")
+	require.Less(t, took, 200*time.Millisecond)
+
+	// With a key, a body that never comes is cut at the read timeout.
+	for _, head := range []string{
+		"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + alice.Secret + "\r\nContent-Length: 10\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + alice.Secret + "\r\nContent-Length: 100\r\n\r\n{",
+	} {
+		got, took := rawRequest(t, addr, head, 5*time.Second)
+		require.Less(t, took, 2*time.Second, head)
+		require.GreaterOrEqual(t, took, 300*time.Millisecond, head)
+		if got != "" {
+			require.Contains(t, got, "408", head)
+		}
+	}
+
+	// A body that arrives is read and answered on a connection kept alive.
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for range 2 {
+		_, err = io.WriteString(conn, "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+alice.Secret+"\r\nContent-Length: 2\r\n\r\n{}")
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+		require.False(t, resp.Close)
+	}
+}
+
+// refusingClient is a Temporal client whose every start fails with err.
+type refusingClient struct {
+	client.Client
+	err    error
+	starts int
+}
+
+func (c *refusingClient) ExecuteWorkflow(context.Context, client.StartWorkflowOptions, any, ...any) (client.WorkflowRun, error) {
+	c.starts++
+	return nil, c.err
+}
+
+func TestTooLargeForTemporalIsNotRetryable(t *testing.T) {
+	alice := Key{Name: "alice", Secret: "sk-0123456789abcdef"}
+	s := testServer(t, alice)
+	s.opts.MaxRequestBytes = 1 << 20
+	fake := &refusingClient{err: serviceerror.NewUnavailable("down")}
+	s.opts.Client = fake
+	h := s.Handler()
+	chat := func(content string) string {
+		return `{"model":"team","messages":[{"role":"user","content":"` + content + `"}]}`
+	}
+
+	// Under the request limit, but '<' is six bytes once encoded, and the
+	// conversation is in the input and the memo: refused before any start.
+	status, v := do(t, h, "POST", "/v1/chat/completions", alice.Secret, chat(strings.Repeat("<", 1000<<10)))
+	require.Equal(t, 413, status, v)
+	require.Contains(t, errMessage(v), "once encoded for Temporal")
+	require.Contains(t, errMessage(v), "over the limit of")
+	require.Zero(t, fake.starts)
+	require.Empty(t, s.running["alice"])
+
+	// Temporal's own refusals for size are 413 too, never a 503 to retry.
+	for _, err := range []error{
+		serviceerror.NewInvalidArgument("Blob data size exceeds limit."),
+		serviceerror.NewInvalidArgument("Memo size exceeds limit."),
+		serviceerror.NewResourceExhausted(enumspb.RESOURCE_EXHAUSTED_CAUSE_UNSPECIFIED, "grpc: received message larger than max (5242880 vs. 4194304)"),
+	} {
+		fake.err = err
+		status, v = do(t, h, "POST", "/v1/chat/completions", alice.Secret, chat("hi"))
+		require.Equal(t, 413, status, err.Error())
+		require.Contains(t, errMessage(v), "too large")
+		require.NotContains(t, errMessage(v), "try again")
+	}
+	// Temporal being away stays a 503 to retry.
+	fake.err = serviceerror.NewUnavailable("down")
+	status, _ = do(t, h, "POST", "/v1/chat/completions", alice.Secret, chat("hi"))
+	require.Equal(t, 503, status)
+}
+
+// listingClient lists the executions it holds, two to a page.
+type listingClient struct {
+	client.Client
+	execs   []*workflowpb.WorkflowExecutionInfo
+	queries []string
+}
+
+func (c *listingClient) ListWorkflow(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+	c.queries = append(c.queries, req.GetQuery())
+	from := 0
+	if len(req.GetNextPageToken()) > 0 {
+		from, _ = strconv.Atoi(string(req.GetNextPageToken()))
+	}
+	to := min(from+2, len(c.execs))
+	resp := &workflowservice.ListWorkflowExecutionsResponse{Executions: c.execs[from:to]}
+	if to < len(c.execs) {
+		resp.NextPageToken = []byte(strconv.Itoa(to))
+	}
+	return resp, nil
+}
+
+func TestListResponsesOfTheKey(t *testing.T) {
+	alice := Key{Name: "alice", Secret: "sk-0123456789abcdef"}
+	bob := Key{Name: "bob", Secret: "sk-bbbbbbbbbbbbbbbb"}
+	s := testServer(t, alice, bob)
+	dc := converter.GetDefaultDataConverter()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	exec := func(id, key string, started time.Time, status enumspb.WorkflowExecutionStatus, history int64) *workflowpb.WorkflowExecutionInfo {
+		info := &workflowpb.WorkflowExecutionInfo{Execution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: id + "-run"},
+			Type: &commonpb.WorkflowType{Name: contract.CoordinationName}, Status: status, HistoryLength: history, StartTime: timestamppb.New(started)}
+		if key != "-" {
+			p, err := dc.ToPayload(runMemo{Key: key, Model: "team"})
+			require.NoError(t, err)
+			info.Memo = &commonpb.Memo{Fields: map[string]*commonpb.Payload{memoKey: p}}
+		}
+		return info
+	}
+	fake := &listingClient{execs: []*workflowpb.WorkflowExecutionInfo{
+		exec("resp-old", "alice", t0, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, 40),
+		exec("resp-bob", "bob", t0.Add(time.Minute), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, 10),
+		exec("not-served", "-", t0.Add(2*time.Minute), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, 10),
+		exec("resp-new", "alice", t0.Add(3*time.Minute), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, 2),
+		exec("resp-mid", "alice", t0.Add(2*time.Minute), enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, 30),
+	}}
+	s.opts.Client = fake
+	h := s.Handler()
+
+	status, v := do(t, h, http.MethodGet, "/v1/responses", alice.Secret, "")
+	require.Equal(t, 200, status, v)
+	require.Equal(t, "list", v["object"])
+	require.Equal(t, false, v["has_more"])
+	var got []string
+	for _, d := range v["data"].([]any) {
+		m := d.(map[string]any)
+		got = append(got, fmt.Sprintf("%s %s %d", m["id"], m["status"], int64(m["created_at"].(float64))))
+	}
+	require.Equal(t, []string{
+		fmt.Sprintf("resp-new queued %d", t0.Add(3*time.Minute).Unix()),
+		fmt.Sprintf("resp-mid failed %d", t0.Add(2*time.Minute).Unix()),
+		fmt.Sprintf("resp-old completed %d", t0.Unix()),
+	}, got, "the key's own runs, newest first")
+
+	status, v = do(t, h, http.MethodGet, "/v1/responses?limit=1", alice.Secret, "")
+	require.Equal(t, 200, status)
+	require.Len(t, v["data"], 1)
+	require.Equal(t, true, v["has_more"])
+	status, _ = do(t, h, http.MethodGet, "/v1/responses?limit=101", alice.Secret, "")
+	require.Equal(t, 400, status)
+
+	status, v = do(t, h, http.MethodGet, "/v1/responses", bob.Secret, "")
+	require.Equal(t, 200, status)
+	require.Len(t, v["data"], 1)
+	status, _ = do(t, h, http.MethodGet, "/v1/responses", "", "")
+	require.Equal(t, 401, status)
+
+	s.opts.KeySearchAttribute = true
+	_, _ = do(t, h, http.MethodGet, "/v1/responses", alice.Secret, "")
+	require.Contains(t, fake.queries[len(fake.queries)-1], contract.SearchAttrServeKey+` = "alice"`)
 }

@@ -106,7 +106,7 @@ func newServeCmd() *cobra.Command {
 	lf.add(cmd, "info")
 	cmd.Flags().StringArrayVar(&configs, "config", nil, "team config, FILE or NAME=FILE; repeat for several teams (required)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4000", "address to listen on; beyond loopback only with API keys")
-	cmd.Flags().StringVar(&keysFile, "api-keys-file", "", "file of API keys, NAME:KEY per line (else env CONCLAVE_API_KEYS)")
+	cmd.Flags().StringVar(&keysFile, "api-keys-file", "", "file of API keys, NAME:KEY per line; replaces env CONCLAVE_API_KEYS, which is then not read")
 	cmd.Flags().Int64Var(&opts.MaxRequestBytes, "max-request-bytes", serve.DefaultMaxRequestBytes, "largest request body; larger ones get 413")
 	cmd.Flags().IntVar(&opts.MaxMessages, "max-messages", serve.DefaultMaxMessages, "most messages in one conversation")
 	cmd.Flags().IntVar(&opts.MaxRunsPerKey, "max-runs-per-key", serve.DefaultMaxRunsPerKey, "runs in progress per API key; more get 429")
