@@ -52,6 +52,9 @@ type Options struct {
 	Tools *mcp.Registry
 	// OnToolCall observes every tool call (metrics).
 	OnToolCall func(tool string, failed bool, took time.Duration)
+	// Deployment, when it has a build id, opts the worker into Worker
+	// Versioning: its sessions are Pinned to this build (MakeCurrent).
+	Deployment Deployment
 }
 
 // New registers the workflows and activities on a new worker.
@@ -65,7 +68,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	if o.Models == nil {
 		o.Models = EgressModels(o.Egress)
 	}
-	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{
+	opts := sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: o.Concurrency,
 		// In-flight steps get this long to finish on shutdown; the rest
 		// are retried elsewhere from their checkpoints.
@@ -77,7 +80,11 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		// out: less would cancel steps whenever the server is slow.
 		MaxHeartbeatThrottleInterval: 5 * time.Second,
 		Interceptors:                 o.Interceptors,
-	})
+	}
+	if o.Deployment.BuildID != "" {
+		opts.DeploymentOptions = o.Deployment.options()
+	}
+	w := sdkworker.New(c, o.TaskQueue, opts)
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{
 		Store: o.Store, Models: o.Models, Client: c, Namespace: o.Namespace, HeartbeatEvery: o.HeartbeatEvery,

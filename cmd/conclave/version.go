@@ -43,3 +43,36 @@ func version() string {
 	extra = append(extra, info.GoVersion)
 	return v + " (" + strings.Join(extra, ", ") + ")"
 }
+
+// buildID names this build in its worker deployment: the release version
+// when the build set one, else the VCS revision. Sessions are pinned to it,
+// so two binaries with different workflow code should not share one; builds
+// of one modified checkout do (marked "-modified"): give them --build-id.
+func buildID() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	id, modified := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			id = s.Value
+			if len(id) > 12 {
+				id = id[:12]
+			}
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if id == "" {
+		id = strings.Trim(info.Main.Version, "()")
+	}
+	if modified {
+		id += "-modified"
+	}
+	return id
+}
