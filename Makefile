@@ -29,7 +29,7 @@ FUZZTIME ?= 5s
 FUZZ_TARGETS := ./engine/coord:FuzzMachine ./engine/coord:FuzzStaleMonotonic ./engine/coord:FuzzDecide ./engine/coord:FuzzPermutation \
                 ./engine/config:FuzzParse ./engine/storage:FuzzValidKey \
                 ./engine/tools:FuzzWorkspacePath ./engine/tools:FuzzParseVote ./engine/pipeline:FuzzNext \
-                ./serve:FuzzParseMessages
+                ./serve:FuzzParseMessages ./engine/runes:FuzzClip
 
 all: build
 

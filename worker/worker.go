@@ -37,7 +37,7 @@ type Options struct {
 	Store storage.Store
 	// Models builds agents' models; nil reads keys from the environment
 	// within Egress (EgressModels).
-	Models activities.ModelFactory
+	Models step.ModelFactory
 	// Egress is which key variables and model hosts sessions may use; the
 	// zero value allows the providers' key variables and any host.
 	Egress config.Egress
@@ -104,7 +104,7 @@ func EnvModels(cfg *config.Config, agent *config.Agent) (llm.Model, error) {
 // refusing a backend whose key variable or host e does not allow before
 // any variable is read: the session's config comes from whoever started
 // it, the worker decides which of its secrets leave it, and where to.
-func EgressModels(e config.Egress) activities.ModelFactory {
+func EgressModels(e config.Egress) step.ModelFactory {
 	return func(cfg *config.Config, agent *config.Agent) (llm.Model, error) {
 		if err := e.Check(agent.Backend, os.Getenv); err != nil {
 			return nil, fmt.Errorf("agent %s: %w", agent.ID, err)

@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/conclave-ai/conclave/activities"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/internal/devserver"
 	"github.com/conclave-ai/conclave/worker"
 )
@@ -63,7 +63,7 @@ func (e *devEnv) close() {
 }
 
 // startDev starts the Temporal dev server from ./bin and a worker.
-func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, out io.Writer) (*devEnv, error) {
+func startDev(ctx context.Context, f devFlags, models step.ModelFactory, out io.Writer) (*devEnv, error) {
 	egress, err := f.egress.egress()
 	if err != nil {
 		return nil, err

@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 
-	"github.com/conclave-ai/conclave/activities"
 	"github.com/conclave-ai/conclave/telemetry"
 	"github.com/conclave-ai/conclave/worker"
 )
@@ -99,7 +98,7 @@ func newWorkerCmd() *cobra.Command {
 			}
 			w := worker.New(c, worker.Options{TaskQueue: tf.taskQueue, Namespace: tf.namespace, Store: st, Concurrency: concurrency,
 				Egress:       egress,
-				Models:       activities.ModelFactory(tel.Models(telemetry.ModelFactory(worker.EgressModels(egress)))),
+				Models:       tel.Models(worker.EgressModels(egress)),
 				Interceptors: []interceptor.WorkerInterceptor{tel.Interceptor()}, Tools: registry, OnToolCall: tel.ToolCall,
 				Deployment: dep})
 			if err := w.Start(); err != nil {
