@@ -29,7 +29,8 @@ import (
 // while a session runs on A, build B starts and the operator makes it
 // current with the Temporal CLI. The running session finishes on A, a new
 // one started with `temporal workflow start` runs on B, and each history's
-// workflow tasks were all completed by its own build.
+// workflow tasks were all completed by its own build, continue-as-new
+// included.
 func TestRolloutPinsSessions(t *testing.T) {
 	bin := conclaveBinary(t)
 	cli := testenv.FindBinary(t, "Temporal CLI", "CONCLAVE_TEMPORAL_BIN", "temporal")
@@ -78,7 +79,9 @@ func TestRolloutPinsSessions(t *testing.T) {
 	require.Eventually(t, func() bool { return currentBuild(deployment()) == "build-a" }, time.Minute, 200*time.Millisecond)
 
 	old, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "on-a", TaskQueue: worker.DefaultTaskQueue},
-		contract.CoordinationName, workflows.CoordinationInput{Task: "slow task", Config: team(t, srv.URL(), "agent_a")})
+		// It continues as new after every step, so runs start after the
+		// rollout too.
+		contract.CoordinationName, workflows.CoordinationInput{Task: "slow task", Config: team(t, srv.URL(), "agent_a"), MaxStepsBeforeContinue: 1})
 	require.NoError(t, err)
 	select {
 	case <-inFlight:
@@ -124,7 +127,12 @@ func TestRolloutPinsSessions(t *testing.T) {
 	require.NoError(t, old.Get(wctx, &res))
 	require.Equal(t, coord.StatusConsensus, res.Status)
 
+	// The latest run of the old session began after the rollout, by
+	// continue-as-new, and still ran on its build.
 	require.Equal(t, []string{"build-a"}, taskBuilds(t, c, "on-a"), "the running session left its build")
+	first, err := c.GetWorkflowHistory(ctx, "on-a", "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT).Next()
+	require.NoError(t, err)
+	require.NotEmpty(t, first.GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId(), "the session never continued as new")
 	require.Equal(t, []string{"build-b"}, taskBuilds(t, c, "on-b"), "the new session did not start on the current build")
 }
 
