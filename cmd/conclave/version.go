@@ -44,6 +44,11 @@ func version() string {
 	return v + " (" + strings.Join(extra, ", ") + ")"
 }
 
+// anonymousBuild is the build id of a binary that carries neither a
+// version nor a commit (go build outside a checkout, a Docker build without
+// VERSION): every such binary would share it.
+const anonymousBuild = "devel"
+
 // buildID names this build in its worker deployment: the release version
 // when the build set one, else the VCS revision. Sessions are pinned to it,
 // so two binaries with different workflow code should not share one; builds
@@ -54,7 +59,7 @@ func buildID() string {
 	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "unknown"
+		return anonymousBuild
 	}
 	id, modified := "", false
 	for _, s := range info.Settings {
@@ -70,6 +75,9 @@ func buildID() string {
 	}
 	if id == "" {
 		id = strings.Trim(info.Main.Version, "()")
+	}
+	if id == "" || id == "devel" {
+		id = anonymousBuild
 	}
 	if modified {
 		id += "-modified"

@@ -116,6 +116,10 @@ func newWorkerCmd() *cobra.Command {
 			logger.Info("conclave worker: task queue polled", "task_queue", tf.taskQueue, "address", tf.address,
 				"namespace", tf.namespace, "storage", st.Location(), "tracing", tel.Tracing(),
 				"deployment", dep.Name, "build_id", dep.BuildID, "current_build_id", routing.Current, "made_current", routing.Changed)
+			if dep.BuildID == anonymousBuild {
+				logger.Warn("conclave worker: this binary has no version, so its build id is \"" + anonymousBuild + "\", shared by every such build: " +
+					"sessions are pinned to build ids, so build with `make build` (or the Dockerfile's --build-arg VERSION) or set --build-id")
+			}
 			if routing.Current != dep.BuildID {
 				logger.Warn("conclave worker: this build is not current; it runs only sessions pinned to it, new sessions go to "+
 					currentName(routing.Current)+". Roll it out with --set-current or "+
