@@ -17,7 +17,10 @@ WFCHECK_VER   := v0.6.0
 STATICCHECK   := honnef.co/go/tools/cmd/staticcheck
 STATIC_VER    := v0.8.2
 
-GO_TEST_FLAGS ?= -count=1 -timeout 30m
+# Tests that start a real Temporal dev server or MinIO carry the build tag
+# `integration`; a plain `go test ./...` skips them, `make test` runs them.
+GO_TAGS       := integration
+GO_TEST_FLAGS ?= -count=1 -timeout 30m -tags $(GO_TAGS)
 
 .PHONY: all tools build test lint unit fuzz demo bench clean openai-node sandbox mcp-servers
 
@@ -26,7 +29,7 @@ FUZZTIME ?= 5s
 FUZZ_TARGETS := ./engine/coord:FuzzMachine ./engine/coord:FuzzStaleMonotonic ./engine/coord:FuzzDecide ./engine/coord:FuzzPermutation \
                 ./engine/config:FuzzParse ./engine/storage:FuzzValidKey \
                 ./engine/tools:FuzzWorkspacePath ./engine/tools:FuzzParseVote ./engine/pipeline:FuzzNext \
-                ./serve:FuzzParseMessages
+                ./serve:FuzzParseMessages ./engine/runes:FuzzClip
 
 all: build
 
@@ -93,8 +96,8 @@ build:
 lint: tools
 	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
 	  if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
-	go vet ./...
-	$(BIN)/staticcheck ./...
+	go vet -tags $(GO_TAGS) ./...
+	$(BIN)/staticcheck -tags $(GO_TAGS) ./...
 	$(BIN)/workflowcheck ./workflows/...
 
 unit:

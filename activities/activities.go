@@ -24,20 +24,17 @@ import (
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/mcp"
 	"github.com/conclave-ai/conclave/engine/round"
+	"github.com/conclave-ai/conclave/engine/runes"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/engine/storage"
 )
 
-// ModelFactory builds an agent's model; the worker's reads keys from its
-// own environment, tests point it at the scripted server.
-type ModelFactory func(cfg *config.Config, agent *config.Agent) (llm.Model, error)
-
 // Activities carries what every activity needs. One value serves all
 // concurrent activities of a worker.
 type Activities struct {
 	Store  storage.Store // root under which each session is <session_id>/
-	Models ModelFactory
+	Models step.ModelFactory
 	// Client and Namespace let SearchAttributesAvailable ask the server;
 	// without a client the answer is false.
 	Client    client.Client
@@ -176,7 +173,7 @@ func (a *Activities) Present(ctx context.Context, in contract.PresentInput) (con
 	if err != nil {
 		return contract.PresentResult{}, withUsage(classify(err), usage)
 	}
-	text, truncated := contract.Truncate(final.Answer, contract.MaxFinalAnswerBytes)
+	text, truncated := runes.Truncate(final.Answer, contract.MaxFinalAnswerBytes)
 	return contract.PresentResult{Presenter: in.Presenter, Answer: text, Truncated: truncated, Key: session.FinalAnswerKey, Usage: coord.Usage(usage)}, nil
 }
 

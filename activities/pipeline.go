@@ -18,6 +18,7 @@ import (
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/engine/pipeline/runner"
+	"github.com/conclave-ai/conclave/engine/runes"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/engine/storage"
@@ -169,7 +170,7 @@ func (a *Activities) PipelineStep(ctx context.Context, in contract.PipelineStepI
 	if err := session.WriteJSON(ctx, st, session.StepOutputKey(ran.Folder), full); err != nil {
 		return contract.PipelineStepResult{}, err
 	}
-	res.Summary, _ = contract.Truncate(out.Summary, contract.MaxSummaryBytes)
+	res.Summary, _ = runes.Truncate(out.Summary, contract.MaxSummaryBytes)
 	return res, nil
 }
 
@@ -209,7 +210,7 @@ func (a *Activities) PipelineReuse(ctx context.Context, in contract.PipelineReus
 		if err := storage.CopyPrefix(ctx, a.Store, in.From+"/"+folder+"/", in.RunID+"/"+folder+"/"); err != nil {
 			return contract.PipelineReuseResult{}, fmt.Errorf("copy %s of run %s: %w", folder, in.From, err)
 		}
-		r.Summary, _ = contract.Truncate(r.Summary, contract.MaxSummaryBytes)
+		r.Summary, _ = runes.Truncate(r.Summary, contract.MaxSummaryBytes)
 		r.Reused = true
 		out.Steps = append(out.Steps, r)
 	}

@@ -6,15 +6,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/conclave-ai/conclave/engine/coord"
-	"github.com/conclave-ai/conclave/engine/llm"
 )
 
 // withUsage attaches what a failed activity had already spent to its error
 // (as the error's details), so the workflow can count the tokens of a
 // presentation that failed and fell back: they were paid for all the same.
 // The error keeps its type, retryability and retry delay.
-func withUsage(err error, u llm.Usage) error {
-	if err == nil || u == (llm.Usage{}) {
+func withUsage(err error, u coord.Usage) error {
+	if err == nil || u == (coord.Usage{}) {
 		return err
 	}
 	opts := temporal.ApplicationErrorOptions{Details: []any{coord.Usage(u)}, Cause: err}

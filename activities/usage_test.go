@@ -9,13 +9,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/conclave-ai/conclave/engine/coord"
-	"github.com/conclave-ai/conclave/engine/llm"
 )
 
 func TestWithUsageKeepsTheErrorAndCarriesTheUsage(t *testing.T) {
-	u := llm.Usage{InputTokens: 12, OutputTokens: 3, CostUSD: 0.25}
+	u := coord.Usage{InputTokens: 12, OutputTokens: 3, CostUSD: 0.25}
 	plain := errors.New("boom")
-	require.Same(t, plain, withUsage(plain, llm.Usage{}), "no usage: the error is untouched")
+	require.Same(t, plain, withUsage(plain, coord.Usage{}), "no usage: the error is untouched")
 
 	busy := temporal.NewApplicationErrorWithOptions("rate limited", "ModelUnavailable",
 		temporal.ApplicationErrorOptions{NextRetryDelay: 7 * time.Second})

@@ -3,9 +3,9 @@ package contract
 import (
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/runes"
 )
 
 // Limits on what enters workflow history. Whole texts stay in storage; the
@@ -113,23 +113,11 @@ func sizeOf(n int) string {
 
 // Preview shortens text for workflow history and the Web UI.
 func Preview(s string) string {
-	p, cut := Truncate(s, PreviewChars)
+	p, cut := runes.Truncate(s, PreviewChars)
 	if cut {
 		return p + "…"
 	}
 	return p
-}
-
-// Truncate cuts s to at most n bytes at a rune boundary and reports whether
-// it cut anything.
-func Truncate(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n], true
 }
 
 // ValidSessionID reports whether id can name a session's (or a pipeline

@@ -1,3 +1,5 @@
+//go:build integration
+
 package integration
 
 // Decomposition mode (coordination_mode: decomposition) end to end on a real

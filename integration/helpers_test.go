@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package integration runs whole Conclave sessions against real parts: a
 // Temporal dev server, MinIO and the real openai-go client talking to the
 // scripted model server.

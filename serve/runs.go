@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/conclave-ai/conclave/contract"
+	"github.com/conclave-ai/conclave/engine/runes"
 	"github.com/conclave-ai/conclave/workflows"
 )
 
@@ -74,10 +75,7 @@ func (s *Server) startWorkflow(ctx context.Context, c caller, model string, conv
 	if err := s.acquire(c.key, id); err != nil {
 		return "", err
 	}
-	summary := "serve " + model + ": " + conv[len(conv)-1].Content
-	if len(summary) > 120 {
-		summary = summary[:117] + "..."
-	}
+	summary := runes.Clip("serve "+model+": "+conv[len(conv)-1].Content, 120)
 	opts := client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.opts.TaskQueue, StaticSummary: summary,
 		StaticDetails:                            fmt.Sprintf("Conclave session started by conclave serve (model %s, key %q)", model, c.key),

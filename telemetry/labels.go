@@ -6,7 +6,8 @@ import (
 	"strings"
 	"sync"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/conclave-ai/conclave/engine/runes"
 )
 
 // Defaults of the model label's bounds.
@@ -68,13 +69,7 @@ func cleanLabel(name string) string {
 		}
 		return r
 	}, strings.ToValidUTF8(name, "?"))
-	if len(name) > maxLabelBytes {
-		n := maxLabelBytes
-		for n > 0 && !utf8.RuneStart(name[n]) {
-			n--
-		}
-		name = name[:n]
-	}
+	name, _ = runes.Truncate(name, maxLabelBytes)
 	if name == "" || name == otherLabel {
 		return "unnamed"
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 )
 
@@ -25,7 +26,7 @@ func TestModelLabelsAreBounded(t *testing.T) {
 		return ""
 	}})
 	require.NoError(t, err)
-	ok := fakeModel{resp: llm.Response{Usage: llm.Usage{InputTokens: 1, OutputTokens: 1}}}
+	ok := fakeModel{resp: llm.Response{Usage: coord.Usage{InputTokens: 1, OutputTokens: 1}}}
 	names := []string{strings.Repeat("m", 20000), "evil\x1b[2J\nname"}
 	for i := range 200 {
 		names = append(names, fmt.Sprintf("model-%d", i))

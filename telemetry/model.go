@@ -13,15 +13,13 @@ import (
 
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/engine/tools"
 )
 
-// ModelFactory is the worker's model factory (activities.ModelFactory).
-type ModelFactory func(cfg *config.Config, agent *config.Agent) (llm.Model, error)
-
 // Models wraps a factory so that every model it builds is measured and
 // traced.
-func (t *Telemetry) Models(next ModelFactory) ModelFactory {
+func (t *Telemetry) Models(next step.ModelFactory) step.ModelFactory {
 	return func(cfg *config.Config, agent *config.Agent) (llm.Model, error) {
 		m, err := next(cfg, agent)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 )
 
@@ -35,7 +36,7 @@ func newModel(t *testing.T, tel *Telemetry, name string, priced bool, next llm.M
 	t.Helper()
 	cfg := &config.Config{Agents: []config.Agent{{ID: "a", Backend: config.Backend{Model: name}}}}
 	if priced {
-		cfg.Prices = map[string]config.ModelPrice{name: {Input: 1, Output: 2}}
+		cfg.Prices = map[string]coord.Price{name: {Input: 1, Output: 2}}
 	}
 	m, err := tel.Models(func(*config.Config, *config.Agent) (llm.Model, error) { return next, nil })(cfg, &cfg.Agents[0])
 	require.NoError(t, err)
@@ -45,7 +46,7 @@ func newModel(t *testing.T, tel *Telemetry, name string, priced bool, next llm.M
 func TestModelMetrics(t *testing.T) {
 	tel, err := New(t.Context(), Options{Getenv: func(string) string { return "" }})
 	require.NoError(t, err)
-	ok := fakeModel{resp: llm.Response{Usage: llm.Usage{InputTokens: 100, OutputTokens: 10, CostUSD: 0.00012}}}
+	ok := fakeModel{resp: llm.Response{Usage: coord.Usage{InputTokens: 100, OutputTokens: 10, CostUSD: 0.00012}}}
 	priced := newModel(t, tel, "priced", true, ok)
 	free := newModel(t, tel, "free", false, ok)
 	failing := newModel(t, tel, "free", false, fakeModel{err: &llm.Error{Retryable: true, Err: errors.New("503")}})
@@ -134,7 +135,7 @@ func TestModelSpansExported(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, tel.Tracing())
 	m := newModel(t, tel, "gpt-test", false, fakeModel{resp: llm.Response{Model: "gpt-test-2025", FinishReason: "tool_calls",
-		Usage: llm.Usage{InputTokens: 7, OutputTokens: 3}}})
+		Usage: coord.Usage{InputTokens: 7, OutputTokens: 3}}})
 	_, err = m.Complete(t.Context(), llm.Request{})
 	require.NoError(t, err)
 	require.NoError(t, tel.Shutdown(t.Context()))

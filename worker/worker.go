@@ -37,7 +37,7 @@ type Options struct {
 	Store storage.Store
 	// Models builds agents' models; nil reads keys from the environment
 	// within Egress (EgressModels).
-	Models activities.ModelFactory
+	Models step.ModelFactory
 	// Egress is which key variables and model hosts sessions may use; the
 	// zero value allows the providers' key variables and any host.
 	Egress config.Egress
@@ -52,6 +52,9 @@ type Options struct {
 	Tools *mcp.Registry
 	// OnToolCall observes every tool call (metrics).
 	OnToolCall func(tool string, failed bool, took time.Duration)
+	// Deployment, when it has a build id, opts the worker into Worker
+	// Versioning: its sessions are Pinned to this build (MakeCurrent).
+	Deployment Deployment
 }
 
 // New registers the workflows and activities on a new worker.
@@ -65,7 +68,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	if o.Models == nil {
 		o.Models = EgressModels(o.Egress)
 	}
-	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{
+	opts := sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: o.Concurrency,
 		// In-flight steps get this long to finish on shutdown; the rest
 		// are retried elsewhere from their checkpoints.
@@ -77,7 +80,11 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		// out: less would cancel steps whenever the server is slow.
 		MaxHeartbeatThrottleInterval: 5 * time.Second,
 		Interceptors:                 o.Interceptors,
-	})
+	}
+	if o.Deployment.BuildID != "" {
+		opts.DeploymentOptions = o.Deployment.options()
+	}
+	w := sdkworker.New(c, o.TaskQueue, opts)
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{
 		Store: o.Store, Models: o.Models, Client: c, Namespace: o.Namespace, HeartbeatEvery: o.HeartbeatEvery,
@@ -97,7 +104,7 @@ func EnvModels(cfg *config.Config, agent *config.Agent) (llm.Model, error) {
 // refusing a backend whose key variable or host e does not allow before
 // any variable is read: the session's config comes from whoever started
 // it, the worker decides which of its secrets leave it, and where to.
-func EgressModels(e config.Egress) activities.ModelFactory {
+func EgressModels(e config.Egress) step.ModelFactory {
 	return func(cfg *config.Config, agent *config.Agent) (llm.Model, error) {
 		if err := e.Check(agent.Backend, os.Getenv); err != nil {
 			return nil, fmt.Errorf("agent %s: %w", agent.ID, err)

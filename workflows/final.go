@@ -6,6 +6,7 @@ import (
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/runes"
 )
 
 // present runs the Present activity the machine asked for; the machine
@@ -78,7 +79,7 @@ func (w *coordination) failure() error {
 // result builds the workflow result from the presentation.
 func (w *coordination) result() CoordinationResult {
 	s, pr := w.m.State, w.presented
-	answer, cut := contract.Truncate(pr.Answer, contract.MaxFinalAnswerBytes)
+	answer, cut := runes.Truncate(pr.Answer, contract.MaxFinalAnswerBytes)
 	r := CoordinationResult{
 		Status:               s.Verdict.Status,
 		Winner:               s.Verdict.Winner,

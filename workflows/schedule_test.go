@@ -236,12 +236,3 @@ func TestPrepareSessionLimits(t *testing.T) {
 	_, err := contract.PrepareSession(&at)
 	require.NoError(t, err, "the limits themselves are allowed")
 }
-
-func TestTruncate(t *testing.T) {
-	s, cut := contract.Truncate("héllo", 2)
-	require.True(t, cut)
-	require.Equal(t, "h", s)
-	s, cut = contract.Truncate("abc", 3)
-	require.False(t, cut)
-	require.Equal(t, "abc", s)
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/runes"
 )
 
 // stepRun is one launched AgentStep activity.
@@ -249,14 +250,7 @@ func failureReason(err error) string {
 	case errors.As(err, &timeout):
 		msg = timeout.Error()
 	}
-	if len(msg) > maxFailReason {
-		cut := maxFailReason
-		for cut > 0 && msg[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		msg = msg[:cut] + "…"
-	}
-	return msg
+	return runes.Clip(msg, maxFailReason)
 }
 
 // spentBy is the usage a failed activity reported with its error (see

@@ -21,7 +21,6 @@ func newBenchCmd() *cobra.Command {
 		asJSON      bool
 		quick       bool
 		concurrency string
-		png         string
 		inProcess   bool
 	)
 	cmd := &cobra.Command{
@@ -57,12 +56,6 @@ func newBenchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if png != "" {
-				if err := bench.PlotThroughput(rep, png); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "plot written to %s\n", png)
-			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -80,7 +73,6 @@ func newBenchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&o.WorkerConcurrency, "worker-concurrency", 1000, "the worker's limit of concurrent agent steps")
 	cmd.Flags().DurationVar(&o.SessionTimeout, "session-timeout", 10*time.Minute, "a throughput session taking longer counts as timed out")
 	cmd.Flags().BoolVar(&o.SkipInject, "skip-inject", false, "leave out the inject-vs-restart comparison")
-	cmd.Flags().StringVar(&png, "png", "", "write a plot of wall time against concurrency to this PNG file")
 	cmd.Flags().StringVar(&o.WorkerCPUProfile, "worker-cpuprofile", "", "have the worker of the overhead sessions write a CPU profile to this file")
 	cmd.Flags().BoolVar(&inProcess, "in-process-worker", false, "run the worker inside this process (its memory is then not measured alone)")
 	return cmd

@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/conclave-ai/conclave/internal/llmtest"
-	"github.com/conclave-ai/conclave/internal/testenv"
 )
 
 // Issue 22, item 1: a model whose reply never ends took step mode to
@@ -35,58 +34,6 @@ func TestStepModeStopsAnEndlessReply(t *testing.T) {
 	assert.Contains(t, errs, "went over 65536 bytes (reply bytes limit)")
 	require.Equal(t, 2, srv.Count(), "told once, then failed")
 	assert.Contains(t, srv.Requests()[1].Last().Content, "Your previous reply was not received")
-}
-
-// Issue 22, item 5: two `conclave step` runs of one agent at once both
-// exited 0 into one step folder, the first answer lost. The second run is
-// now refused before any model call (exit 1, saying what to do), locally
-// and on S3 (real MinIO, conditional create), and the folder holds the
-// first run's action alone.
-func TestStepModeOneWriterPerStepFolder(t *testing.T) {
-	minio := testenv.StartMinIO(t)
-	setStepKey(t)
-	for name, session := range map[string]string{
-		"local": filepath.Join(t.TempDir(), "session"),
-		"s3":    minio.URL("sessions", "one-writer"),
-	} {
-		t.Run(name, func(t *testing.T) {
-			release := make(chan struct{})
-			srv := llmtest.Start(t, llmtest.Func(func(r llmtest.Request) llmtest.Reply {
-				select {
-				case <-release:
-				case <-time.After(time.Minute):
-				}
-				if r.Contains("the first run's answer") {
-					return call("vote", `{"agent_id":"agent1","reason":"it is there"}`)
-				}
-				return call("new_answer", `{"content":"the first run's answer"}`)
-			}))
-			dir := t.TempDir()
-			cfg := agentConfig(t, dir, "agent_a", srv.URL())
-			step := func() (int, string, string) {
-				return runCLI(t, "step", "--session-dir", session, "--config", cfg, "--agents", "agent_a,agent_b", "--automation", "task")
-			}
-			first := make(chan int, 1)
-			go func() { code, _, _ := step(); first <- code }()
-			require.Eventually(t, func() bool { return srv.Count() == 1 }, 30*time.Second, 10*time.Millisecond)
-
-			code, _, errs := step()
-			assert.Equal(t, 1, code)
-			assert.Contains(t, errs, "agents/agent_a/001/claim.json: step 1 of agent_a is being run by the run started")
-			assert.Equal(t, 1, srv.Count(), "the second run must not call the model")
-
-			close(release)
-			require.Equal(t, 0, <-first)
-			s := status(t, session, "--agents", "agent_a,agent_b")
-			assert.Equal(t, "answered", s.Agents["agent_a"].State)
-			assert.Equal(t, 1, s.Agents["agent_a"].LatestStep)
-
-			// The claim is gone with its run: the next step runs.
-			code, out, errs := step()
-			require.Equal(t, 0, code, errs)
-			assert.Contains(t, out, `"step_number":2`)
-		})
-	}
 }
 
 // Issue 22, item 2: one reply of many write_file calls stored them all and

@@ -9,14 +9,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/conclave-ai/conclave/activities"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/internal/devserver"
 	"github.com/conclave-ai/conclave/worker"
 )
@@ -62,7 +63,7 @@ func (e *devEnv) close() {
 }
 
 // startDev starts the Temporal dev server from ./bin and a worker.
-func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, out io.Writer) (*devEnv, error) {
+func startDev(ctx context.Context, f devFlags, models step.ModelFactory, out io.Writer) (*devEnv, error) {
 	egress, err := f.egress.egress()
 	if err != nil {
 		return nil, err
@@ -108,8 +109,19 @@ func startDev(ctx context.Context, f devFlags, models activities.ModelFactory, o
 		env.close()
 		return nil, err
 	}
-	env.worker = worker.New(env.client, worker.Options{Store: st, Namespace: env.server.Namespace, Models: models, Egress: egress, Tools: registry})
+	dep := worker.Deployment{Name: worker.DefaultDeployment, BuildID: buildID()}
+	env.worker = worker.New(env.client, worker.Options{Store: st, Namespace: env.server.Namespace, Models: models, Egress: egress, Tools: registry,
+		Deployment: dep})
 	if err := env.worker.Start(); err != nil {
+		env.close()
+		return nil, err
+	}
+	// The dev server is this process's own: the build running now takes
+	// new sessions even when an earlier build made itself current in the
+	// same database file.
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := worker.MakeCurrent(pctx, env.client, dep, true); err != nil {
 		env.close()
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/conclave-ai/conclave/engine/runes"
 	"go.temporal.io/sdk/temporal"
 	grpcstatus "google.golang.org/grpc/status"
 )
@@ -54,19 +55,5 @@ func dedupe(msg string) string {
 		kept = append(kept, p)
 		seen += "\x00" + p
 	}
-	return shorten(strings.Join(kept, ": "), maxErrorLen)
+	return runes.Clip(strings.Join(kept, ": "), maxErrorLen)
 }
-
-// shorten cuts s to at most n bytes, on a rune boundary, marking the cut.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

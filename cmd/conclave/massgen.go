@@ -7,12 +7,12 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/runes"
 	"github.com/conclave-ai/conclave/workflows"
 )
 
@@ -142,12 +142,8 @@ func followAutomation(ctx context.Context, c client.Client, f *runFlags, in work
 // oneLine shortens s to n bytes on one line, for MassGen's previews.
 func oneLine(s string, n int) string {
 	s = terminalLine(s)
-	if len(s) > n {
-		cut := n
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
+	if cut, ok := runes.Truncate(s, n); ok {
+		return cut + "..." // MassGen's own mark
 	}
 	return s
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/runes"
 	"github.com/conclave-ai/conclave/workflows"
 )
 
@@ -109,10 +110,7 @@ func startSession(ctx context.Context, c client.Client, f *runFlags, in workflow
 	if id == "" {
 		id = newWorkflowID()
 	}
-	summary := in.Task
-	if len(summary) > 120 {
-		summary = summary[:117] + "..."
-	}
+	summary := runes.Clip(in.Task, 120)
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: f.taskQueue, StaticSummary: summary,
 		StaticDetails: fmt.Sprintf("Conclave session with %d agents: %s", len(in.Config.Agents), strings.Join(in.Config.AgentIDs(), ", ")),

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/conclave-ai/conclave/engine/config"
-	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/engine/storage"
@@ -72,7 +72,7 @@ type stepResult struct {
 	VoteTarget string         `json:"vote_target,omitempty"`
 	Workspace  string         `json:"workspace_path,omitempty"`
 	SeenSteps  map[string]int `json:"seen_steps"`
-	Usage      llm.Usage      `json:"usage"`
+	Usage      coord.Usage    `json:"usage"`
 }
 
 func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stderr io.Writer) (*stepResult, error) {

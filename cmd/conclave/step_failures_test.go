@@ -2,14 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclave-ai/conclave/engine/session"
+	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 )
 
@@ -172,4 +176,24 @@ func TestSessionStatusSeesAClaimedStep(t *testing.T) {
 	s := status(t, dir)
 	require.True(t, s.Agents["agent_a"].Running)
 	require.Equal(t, []string{"agent_b"}, s.Relaunch)
+}
+
+// The reason a step ended without an action is kept in its launch.json,
+// cut on a rune boundary within 300 bytes and marked as cut.
+func TestStepEndReasonCutsOnARune(t *testing.T) {
+	ctx := t.Context()
+	st, err := storage.Open(ctx, t.TempDir())
+	require.NoError(t, err)
+	cause := errors.New(strings.Repeat("x", 299) + strings.Repeat("é", 100))
+	require.NoError(t, endAttempt(ctx, st, "agent_a", 1, cause))
+	raw, err := st.Get(ctx, session.LaunchKey("agent_a", 1))
+	require.NoError(t, err)
+	var f session.LaunchFile
+	require.NoError(t, json.Unmarshal(raw, &f))
+	require.True(t, f.Fenced)
+	require.True(t, utf8.ValidString(f.Reason), "stored %q", f.Reason)
+	require.LessOrEqual(t, len(f.Reason), 300)
+	require.True(t, strings.HasPrefix(f.Reason, strings.Repeat("x", 297)))
+	require.True(t, strings.HasSuffix(f.Reason, "…"))
+	require.NotContains(t, string(raw), `\ufffd`)
 }

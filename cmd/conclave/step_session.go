@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/runes"
 	"github.com/conclave-ai/conclave/engine/session"
 	"github.com/conclave-ai/conclave/engine/step"
 	"github.com/conclave-ai/conclave/engine/storage"
@@ -153,6 +153,6 @@ func planStep(ctx context.Context, st storage.Store, self string, orch config.Or
 // folder, resuming its checkpoint, up to coord.MaxStepAttempts attempts.
 func endAttempt(ctx context.Context, st storage.Store, agent string, n int, cause error) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted step still says it is over
-	reason, _ := contract.Truncate(cause.Error(), 300)
+	reason := runes.Clip(cause.Error(), 300)
 	return session.EndStep(ctx, st, agent, n, reason, step.Ended(cause), time.Now())
 }

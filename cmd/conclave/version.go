@@ -43,3 +43,44 @@ func version() string {
 	extra = append(extra, info.GoVersion)
 	return v + " (" + strings.Join(extra, ", ") + ")"
 }
+
+// anonymousBuild is the build id of a binary that carries neither a
+// version nor a commit (go build outside a checkout, a Docker build without
+// VERSION): every such binary would share it.
+const anonymousBuild = "devel"
+
+// buildID names this build in its worker deployment: the release version
+// when the build set one, else the VCS revision. Sessions are pinned to it,
+// so two binaries with different workflow code should not share one; builds
+// of one modified checkout do (marked "-modified"): give them --build-id.
+func buildID() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return anonymousBuild
+	}
+	id, modified := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			id = s.Value
+			if len(id) > 12 {
+				id = id[:12]
+			}
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if id == "" {
+		id = strings.Trim(info.Main.Version, "()")
+	}
+	if id == "" || id == "devel" {
+		id = anonymousBuild
+	}
+	if modified {
+		id += "-modified"
+	}
+	return id
+}

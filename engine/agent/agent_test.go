@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/tools"
 )
@@ -20,7 +21,7 @@ type script struct {
 
 func (s *script) Complete(context.Context, llm.Request) (llm.Response, error) {
 	s.calls++
-	return llm.Response{Message: s.replies[s.calls-1], Usage: llm.Usage{InputTokens: 1}}, nil
+	return llm.Response{Message: s.replies[s.calls-1], Usage: coord.Usage{InputTokens: 1}}, nil
 }
 
 // finish is a test policy: workspace tools run, the tool "done" ends the step.

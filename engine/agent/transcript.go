@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 )
 
@@ -22,7 +23,7 @@ type Transcript[S any] struct {
 	// inputs, so a relaunch shown something else starts fresh.
 	Binding  string
 	Turns    int // model calls that returned
-	Usage    llm.Usage
+	Usage    coord.Usage
 	Messages []llm.Message
 	// Calls record the Toolbox calls of the reply being answered (see
 	// CallRecord); Tools counts the step's completed calls per tool.
@@ -39,7 +40,7 @@ type header struct {
 	Tag     string               `json:"tag,omitempty"`
 	Binding string               `json:"binding,omitempty"`
 	Turns   int                  `json:"turns"`
-	Usage   llm.Usage            `json:"usage"`
+	Usage   coord.Usage          `json:"usage"`
 	Calls   []CallRecord         `json:"tool_calls,omitempty"`
 	Tools   map[string]ToolStats `json:"tool_stats,omitempty"`
 }

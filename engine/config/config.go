@@ -11,11 +11,11 @@
 package config
 
 import (
-	"github.com/conclave-ai/conclave/engine/coord"
-
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/conclave-ai/conclave/engine/coord"
 )
 
 // Config is a whole Conclave configuration.
@@ -28,7 +28,7 @@ type Config struct {
 	// Prices are USD per million tokens, keyed by model name, used only to
 	// report cost. A nil map and an empty one are kept apart so JSON
 	// round-trips exactly; both mean "no prices".
-	Prices map[string]ModelPrice `yaml:"prices" json:"prices"`
+	Prices map[string]coord.Price `yaml:"prices" json:"prices"`
 }
 
 // Agent is one participant of the coordination.
@@ -84,12 +84,6 @@ type Text struct {
 	// Verbosity is sent as verbosity (low, medium, high) where the provider
 	// takes it.
 	Verbosity string `yaml:"verbosity,omitempty" json:"verbosity,omitempty"`
-}
-
-// ModelPrice is the price of one model in USD per million tokens.
-type ModelPrice struct {
-	Input  float64 `yaml:"input" json:"input"`
-	Output float64 `yaml:"output" json:"output"`
 }
 
 // Orchestrator holds the coordination settings. The first group keeps the

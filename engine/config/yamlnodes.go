@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/runes"
 	"gopkg.in/yaml.v3"
 )
 
@@ -102,11 +104,7 @@ func describeNode(n *yaml.Node) string {
 	case yaml.MappingNode:
 		return "a mapping"
 	}
-	v := n.Value
-	if len(v) > 40 {
-		v = v[:37] + "..."
-	}
-	return strconv.Quote(v)
+	return strconv.Quote(runes.Clip(n.Value, 40))
 }
 
 // structTypes are the decoded types, by the name yaml.v3 prints.
@@ -115,7 +113,7 @@ var structTypes = map[string]reflect.Type{
 	"config.Agent":        reflect.TypeFor[Agent](),
 	"config.Backend":      reflect.TypeFor[Backend](),
 	"config.Orchestrator": reflect.TypeFor[Orchestrator](),
-	"config.ModelPrice":   reflect.TypeFor[ModelPrice](),
+	"coord.Price":         reflect.TypeFor[coord.Price](),
 }
 
 // describeType names a Go type in the user's terms; isStruct says it is

@@ -16,6 +16,7 @@ import (
 
 	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/checklist"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/round"
 	"github.com/conclave-ai/conclave/engine/tools"
@@ -79,7 +80,7 @@ type Outcome struct {
 	Packet         checklist.Packet `json:"packet"`
 	NextTasks      json.RawMessage  `json:"next_tasks,omitempty"`
 	NextTasksError string           `json:"next_tasks_error,omitempty"`
-	Usage          llm.Usage        `json:"usage"`
+	Usage          coord.Usage      `json:"usage"`
 	Turns          int              `json:"turns"`
 }
 

@@ -3,6 +3,7 @@ package llm
 import (
 	"fmt"
 
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
 )
@@ -123,7 +124,7 @@ func (m *OpenAI) response(model string, acc *openai.ChatCompletionAccumulator) R
 		}
 		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: id, Name: c.Function.Name, Arguments: c.Function.Arguments})
 	}
-	usage := Usage{InputTokens: acc.Usage.PromptTokens, OutputTokens: acc.Usage.CompletionTokens}
+	usage := coord.Usage{InputTokens: acc.Usage.PromptTokens, OutputTokens: acc.Usage.CompletionTokens}
 	cost, ok := m.prices.Cost(model, usage.InputTokens, usage.OutputTokens)
 	if !ok && acc.Model != "" {
 		cost, ok = m.prices.Cost(acc.Model, usage.InputTokens, usage.OutputTokens)

@@ -1,14 +1,9 @@
 package llm
 
-// Price is a model's price in USD per one million tokens.
-type Price struct {
-	Input  float64 `json:"input" yaml:"input"`
-	Output float64 `json:"output" yaml:"output"`
-}
+import "github.com/conclave-ai/conclave/engine/coord"
 
-// Prices maps a model name to its price. Prices are configuration, not code:
-// they change more often than this package does.
-type Prices map[string]Price
+// Prices maps a model name to its price.
+type Prices map[string]coord.Price
 
 // Cost is the USD cost of the tokens at model's price, or 0 when the model
 // has no price. The second result says whether a price was found.
@@ -17,5 +12,5 @@ func (p Prices) Cost(model string, inputTokens, outputTokens int64) (float64, bo
 	if !ok {
 		return 0, false
 	}
-	return (float64(inputTokens)*price.Input + float64(outputTokens)*price.Output) / 1e6, true
+	return price.Cost(inputTokens, outputTokens), true
 }

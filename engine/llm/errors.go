@@ -13,8 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
+	"github.com/conclave-ai/conclave/engine/runes"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 )
@@ -253,14 +253,10 @@ const maxMessage = 300
 // cutMessage shortens a server-provided message to at most n bytes, at a
 // rune boundary, as valid UTF-8.
 func cutMessage(s string, n int) string {
-	s = strings.ToValidUTF8(s, "?")
-	if len(s) <= n {
-		return s
+	if cut, ok := runes.Truncate(strings.ToValidUTF8(s, "?"), n); ok {
+		return cut + runes.Mark
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return strings.ToValidUTF8(s, "?")
 }
 
 // maxErrorBody is how much of an error reply is read: an OpenAI error

@@ -10,6 +10,7 @@ package llm
 import (
 	"context"
 
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm/chat"
 )
 
@@ -49,33 +50,12 @@ type Request struct {
 	OnChunk func() `json:"-"`
 }
 
-// Usage is what one or more calls consumed. CostUSD is 0 when the model has
-// no configured price.
-type Usage struct {
-	InputTokens  int64   `json:"input_tokens"`
-	OutputTokens int64   `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd"`
-	// Unpriced marks usage that includes calls to a model without a price:
-	// their cost is unknown, which is not the same as free.
-	Unpriced bool `json:"unpriced,omitempty"`
-}
-
-// Add returns the sum of two usages, for totals over a step or a session.
-func (u Usage) Add(o Usage) Usage {
-	return Usage{
-		InputTokens:  u.InputTokens + o.InputTokens,
-		OutputTokens: u.OutputTokens + o.OutputTokens,
-		CostUSD:      u.CostUSD + o.CostUSD,
-		Unpriced:     u.Unpriced || o.Unpriced,
-	}
-}
-
 // Response is the assistant's message with what it cost. FinishReason is the
 // server's ("stop", "tool_calls", "length", …).
 type Response struct {
-	Message      Message `json:"message"`
-	Usage        Usage   `json:"usage"`
-	FinishReason string  `json:"finish_reason"`
+	Message      Message     `json:"message"`
+	Usage        coord.Usage `json:"usage"`
+	FinishReason string      `json:"finish_reason"`
 	// Model is the model the server says answered, which may be more
 	// specific than the one requested.
 	Model string `json:"model,omitempty"`

@@ -193,10 +193,11 @@ func TestConfigSerializesWithoutSecrets(t *testing.T) {
 	assert.JSONEq(t, `{"model":"gpt-4o","api_key_env":"OPENAI_API_KEY","prices":{"gpt-4o":{"input":2.5,"output":10}}}`, string(b))
 }
 
-func TestUsageAddAndCost(t *testing.T) {
-	u := Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.5}.Add(Usage{InputTokens: 1, OutputTokens: 2, CostUSD: 0.25})
-	assert.Equal(t, Usage{InputTokens: 11, OutputTokens: 7, CostUSD: 0.75}, u)
+func TestPricesCost(t *testing.T) {
 	c, ok := Prices{"m": {Input: 1, Output: 2}}.Cost("m", 1_000_000, 500_000)
 	assert.True(t, ok)
 	assert.InDelta(t, 2.0, c, 1e-12)
+	c, ok = Prices{"m": {Input: 1, Output: 2}}.Cost("other", 1_000_000, 0)
+	assert.False(t, ok, "a model without a price is not free")
+	assert.Zero(t, c)
 }

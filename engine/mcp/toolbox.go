@@ -15,13 +15,13 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/conclave-ai/conclave/engine/agent"
 	"github.com/conclave-ai/conclave/engine/config"
 	"github.com/conclave-ai/conclave/engine/llm"
+	"github.com/conclave-ai/conclave/engine/runes"
 	"github.com/conclave-ai/conclave/engine/tools"
 )
 
@@ -44,17 +44,6 @@ const (
 
 // toolNamePattern is what model providers accept as a function name.
 var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// cutUTF8 cuts s to at most n bytes at a rune boundary.
-func cutUTF8(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n], true
-}
 
 // startTimeout bounds a server's start and its tool listing.
 const startTimeout = 60 * time.Second
@@ -230,7 +219,7 @@ func (tb *Toolbox) list(ctx context.Context, srv *server) error {
 			tb.o.Logf("MCP server %s: tool %s is not offered: its input schema is over %d bytes or not an object", srv.name, t.Name, maxSchemaBytes)
 			continue
 		}
-		desc, _ := cutUTF8(t.Description, maxDescriptionBytes)
+		desc, _ := runes.Truncate(t.Description, maxDescriptionBytes)
 		tb.specs = append(tb.specs, tools.Spec{Name: name, Description: desc, Parameters: params})
 		tb.routes[name] = route{srv: srv, tool: t.Name}
 	}

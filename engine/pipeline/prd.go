@@ -4,7 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/conclave-ai/conclave/engine/runes"
 )
 
 // ProjectSummary is seed 004's "PRD summary": what every step of a run
@@ -301,18 +302,8 @@ func join(parts []string, n int) string {
 	return bound(strings.Join(kept, "; "), n)
 }
 
-// bound cuts s to at most n bytes at a rune boundary, marking the cut.
-func bound(s string, n int) string {
-	s = clean(s)
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+// bound cleans s and cuts it to at most n bytes, marking the cut.
+func bound(s string, n int) string { return runes.Clip(clean(s), n) }
 
 // Empty reports a summary with nothing in it.
 func (s ProjectSummary) Empty() bool { return s == ProjectSummary{} }

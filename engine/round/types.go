@@ -204,7 +204,7 @@ type Outcome struct {
 	Summary     string         `json:"summary,omitempty"`
 	StopStatus  string         `json:"stop_status,omitempty"`
 	SeenSteps   map[string]int `json:"seen_steps"`
-	Usage       llm.Usage      `json:"usage"`
+	Usage       coord.Usage    `json:"usage"`
 	Turns       int            `json:"turns"`
 	Transcript  *Transcript    `json:"-"`
 }

@@ -62,8 +62,8 @@ type Evaluation struct {
 // evaluator/<round>/critique_packet.md, next_tasks.json (as given) and
 // evaluation.json. A retry resumes its checkpoint without repeating a
 // model call that returned.
-func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, llm.Usage, error) {
-	var usage llm.Usage
+func Evaluate(ctx context.Context, o EvaluateOptions) (*Evaluation, coord.Usage, error) {
+	var usage coord.Usage
 	if o.Now == nil {
 		o.Now = time.Now
 	}

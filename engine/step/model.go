@@ -6,15 +6,16 @@ import (
 	"github.com/conclave-ai/conclave/engine/tools"
 )
 
+// ModelFactory builds an agent's model. A worker's reads keys from its own
+// environment within its egress rules (NewModel behind the worker's checks,
+// wrapped by telemetry); tests point it at the scripted server.
+type ModelFactory func(cfg *config.Config, agent *config.Agent) (llm.Model, error)
+
 // NewModel builds the model of one configured agent, reading its key from
 // the environment variable the config names. Workers and step mode call it;
 // the key never leaves the process, and goes only where egress allows (every
 // request, redirect and connection is checked against it).
 func NewModel(cfg *config.Config, agent *config.Agent, egress config.Egress, getenv func(string) string) (llm.Model, error) {
-	prices := llm.Prices{}
-	for name, p := range cfg.Prices {
-		prices[name] = llm.Price{Input: p.Input, Output: p.Output}
-	}
 	b := agent.Backend
 	params := llm.Params{TopP: b.TopP, ExtraBody: b.ExtraBody}
 	if b.Reasoning != nil {
@@ -33,7 +34,7 @@ func NewModel(cfg *config.Config, agent *config.Agent, egress config.Egress, get
 	}
 	limits.CallArgBytes = tools.MaxCallBytes
 	return llm.NewFromEnv(llm.Config{
-		Model: b.Model, BaseURL: base, APIKeyEnv: b.APIKeyEnv, Prices: prices,
+		Model: b.Model, BaseURL: base, APIKeyEnv: b.APIKeyEnv, Prices: cfg.Prices,
 		KeyRequired: b.KeyRequired(), Params: params, Limits: limits, Guard: egress,
 	}, getenv)
 }

@@ -42,8 +42,8 @@ type PresentOptions struct {
 }
 
 // Present writes final/answer.json, final/answer.md and final/workspace/.
-func Present(ctx context.Context, o PresentOptions) (*session.FinalAnswer, llm.Usage, error) {
-	var usage llm.Usage
+func Present(ctx context.Context, o PresentOptions) (*session.FinalAnswer, coord.Usage, error) {
+	var usage coord.Usage
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -105,20 +105,20 @@ func Present(ctx context.Context, o PresentOptions) (*session.FinalAnswer, llm.U
 
 // present runs the presenter's model over every latest answer; files it
 // writes land in final/workspace/ next to the winner's.
-func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (string, llm.Usage, error) {
+func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (string, coord.Usage, error) {
 	agentCfg, ok := o.Config.Agent(o.Presenter)
 	if !ok {
-		return "", llm.Usage{}, fmt.Errorf("%w: presenter %q is not in the config", ErrBadInput, o.Presenter)
+		return "", coord.Usage{}, fmt.Errorf("%w: presenter %q is not in the config", ErrBadInput, o.Presenter)
 	}
 	tmp, err := os.MkdirTemp("", "conclave-present-")
 	if err != nil {
-		return "", llm.Usage{}, err
+		return "", coord.Usage{}, err
 	}
 	defer os.RemoveAll(tmp)
 	p := &prep{store: o.Store, tmp: tmp, anon: coord.AnonymousIDs(teamIDs(snap))}
 	in, err := p.input(ctx, snap, Options{Agent: o.Presenter, Config: o.Config, Mode: coord.ModePresent, Model: o.Model}, agentCfg)
 	if err != nil {
-		return "", llm.Usage{}, err
+		return "", coord.Usage{}, err
 	}
 	in.Task, in.EvalCriteria, in.Tag = o.Task, o.EvalCriteria, o.Tag
 	in.Synthesize = o.Strategy == config.FinalSynthesize
@@ -133,13 +133,13 @@ func present(ctx context.Context, o PresentOptions, snap *session.Snapshot) (str
 	in.Binding = binding(o.Owner, 0, &in)
 	data, err := o.Store.Get(ctx, session.FinalTraceKey)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return "", llm.Usage{}, fmt.Errorf("read the checkpoint %s: %w", session.FinalTraceKey, err)
+		return "", coord.Usage{}, fmt.Errorf("read the checkpoint %s: %w", session.FinalTraceKey, err)
 	}
 	in.Prior = prior(o.Store, session.FinalTraceKey, data, err == nil)
 	in.Logf = func(f string, args ...any) { o.Logf("presentation by %s: "+f, append([]any{o.Presenter}, args...)...) }
 	out, err := round.Run(ctx, in)
 	if err != nil {
-		return "", llm.Usage{}, err
+		return "", coord.Usage{}, err
 	}
 	if dir := nonEmptyDir(in.Workspace.Dir); dir != "" {
 		if err := storage.PutDir(ctx, o.Store, session.FinalWorkspacePrefix, dir); err != nil {

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/conclave-ai/conclave/engine/runes"
 )
 
 // MaxCallBytes bounds the JSON arguments of one tool call, whatever the
@@ -65,10 +66,7 @@ func Cap(res Result, limit int) Result {
 		return res
 	}
 	note := fmt.Sprintf("\n[the result was %d bytes and is cut here, at the %d-byte limit for one tool result; ask for less]", len(res.Content), limit)
-	keep := limit - len(note)
-	for keep > 0 && !utf8.RuneStart(res.Content[keep]) {
-		keep--
-	}
-	res.Content = res.Content[:max(keep, 0)] + note
+	keep, _ := runes.Truncate(res.Content, limit-len(note))
+	res.Content = keep + note
 	return res
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/conclave-ai/conclave/engine/coord"
+	"github.com/conclave-ai/conclave/engine/runes"
 )
 
 // Names of the workflow tools (seed 001, "Submission Semantics").
@@ -166,15 +167,7 @@ func ParseStop(args string) (summary, status string, err error) {
 	if status != StopComplete && status != StopBlocked {
 		return "", "", fmt.Errorf("%s: field \"status\" is %q but must be %q or %q; call %s again "+
 			"with arguments {\"summary\": \"<string>\", \"status\": \"complete\"|\"blocked\"}",
-			Stop, truncate(status, 40), StopComplete, StopBlocked, Stop)
+			Stop, runes.Clip(status, 40), StopComplete, StopBlocked, Stop)
 	}
 	return v["summary"], status, nil
-}
-
-// truncate shortens s for quoting in an error message.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

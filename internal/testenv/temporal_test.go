@@ -1,3 +1,5 @@
+//go:build integration
+
 package testenv
 
 import (
@@ -119,14 +121,5 @@ func TestStartTemporalUI(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("Web UI at %s: %s", s.UIURL, resp.Status)
-	}
-}
-
-func TestStartTemporalMissingBinary(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "temporal")
-	t.Setenv("CONCLAVE_TEMPORAL_BIN", missing)
-	f := ending(t, func(tb testing.TB) { StartTemporal(tb) })
-	if !strings.Contains(f.msg, "Temporal CLI was not found at "+missing) || !strings.Contains(f.msg, "run `make tools`") {
-		t.Fatalf("message %q does not say what is missing and how to fix it", f.msg)
 	}
 }

@@ -3,7 +3,6 @@ package testenv
 import (
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,23 +79,11 @@ func TestFindBinaryNotInstalledSkips(t *testing.T) {
 	}
 }
 
-func TestStartMinIO(t *testing.T) {
-	var endpoint string
-	t.Run("running", func(t *testing.T) {
-		m := StartMinIO(t)
-		endpoint = m.Endpoint
-		if os.Getenv("AWS_ACCESS_KEY_ID") != m.AccessKey || os.Getenv("AWS_SECRET_ACCESS_KEY") != m.SecretKey {
-			t.Fatal("StartMinIO did not export its credentials for storage.Open")
-		}
-		u := m.URL("bucket", "sess/")
-		want := "s3://bucket/sess/?create_bucket=true&endpoint=" + url.QueryEscape(m.Endpoint)
-		if !strings.HasPrefix(u, want) {
-			t.Fatalf("URL = %s, want prefix %s", u, want)
-		}
-	})
-	// The subtest's cleanup stopped the server.
-	if c, err := net.Dial("tcp", strings.TrimPrefix(endpoint, "http://")); err == nil {
-		_ = c.Close()
-		t.Fatalf("MinIO still listening on %s after cleanup", endpoint)
+func TestStartTemporalMissingBinary(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "temporal")
+	t.Setenv("CONCLAVE_TEMPORAL_BIN", missing)
+	f := ending(t, func(tb testing.TB) { StartTemporal(tb) })
+	if !strings.Contains(f.msg, "Temporal CLI was not found at "+missing) || !strings.Contains(f.msg, "run `make tools`") {
+		t.Fatalf("message %q does not say what is missing and how to fix it", f.msg)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/conclave-ai/conclave/engine/agent"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/pipeline"
 )
@@ -48,21 +49,21 @@ func systemMessage(in Input, step pipeline.Step) string {
 // one model call that writes those keys, read by the same extraction. The
 // summary is bounded whatever the model answers. model is asked for the
 // model only when it is called; nil means there is none.
-func SummarizeContext(ctx context.Context, model func() (llm.Model, string, error), text string) (pipeline.ProjectSummary, llm.Usage, error) {
+func SummarizeContext(ctx context.Context, model func() (llm.Model, string, error), text string) (pipeline.ProjectSummary, coord.Usage, error) {
 	s := pipeline.SummarizeProject(text)
 	if s.AppType != "" || s.Stack != "" || len(strings.TrimSpace(text)) <= pipeline.MaxProjectOverviewBytes || model == nil {
-		return s, llm.Usage{}, nil
+		return s, coord.Usage{}, nil
 	}
 	chat, modelName, err := model()
 	if err != nil {
-		return s, llm.Usage{}, err
+		return s, coord.Usage{}, err
 	}
 	resp, err := chat.Complete(ctx, llm.Request{Model: modelName, Messages: []llm.Message{
 		{Role: llm.RoleSystem, Content: SummaryInstruction},
 		{Role: llm.RoleUser, Content: text},
 	}})
 	if err != nil {
-		return s, llm.Usage{}, fmt.Errorf("summarise the project context: %w", err)
+		return s, coord.Usage{}, fmt.Errorf("summarise the project context: %w", err)
 	}
 	m := pipeline.SummarizeProject(resp.Message.Content)
 	if m.AppType == "" && m.Stack == "" {

@@ -16,11 +16,12 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/conclave-ai/conclave/engine/agent"
+	"github.com/conclave-ai/conclave/engine/coord"
 	"github.com/conclave-ai/conclave/engine/llm"
 	"github.com/conclave-ai/conclave/engine/pipeline"
+	"github.com/conclave-ai/conclave/engine/runes"
 	"github.com/conclave-ai/conclave/engine/tools"
 )
 
@@ -98,7 +99,7 @@ type Outcome struct {
 	Request  *pipeline.Request `json:"request,omitempty"`
 	Evidence []string          `json:"evidencePaths,omitempty"`
 	Error    string            `json:"error,omitempty"`
-	Usage    llm.Usage         `json:"usage"`
+	Usage    coord.Usage       `json:"usage"`
 	Turns    int               `json:"turns"`
 }
 
@@ -287,7 +288,7 @@ func (p *policy) Handle(ctx context.Context, t *Transcript, msg llm.Message, fil
 	var out *Outcome
 	switch {
 	case t.State.InvalidCalls >= MaxInvalidCallReplies && done == nil && t.State.Pending == nil:
-		last := cut(refused, 300)
+		last := runes.Clip(refused, 300)
 		out = &Outcome{Status: pipeline.Failed, Error: fmt.Sprintf("step %q made %d replies in a row of refused step tool calls (last: %s)", p.step.Name, t.State.InvalidCalls, last)}
 		out.Summary = "failed: " + out.Error
 	case unknown != "" && t.State.UnknownTools >= MaxUnknownToolReplies && done == nil && t.State.Pending == nil:
@@ -403,15 +404,4 @@ func summaryOf(text string, c pipeline.Completion) string {
 // isStepTool reports the pipeline's own tools (not the workspace's).
 func isStepTool(name string) bool {
 	return name == pipeline.ToolComplete || name == pipeline.ToolJump || name == pipeline.ToolCall
-}
-
-// cut shortens s to n bytes at a rune boundary, marking the cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

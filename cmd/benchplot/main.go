@@ -1,17 +1,63 @@
-package bench
+// Command benchplot draws the chart in docs/benchmarks.md from a report of
+// `conclave bench --json`. It is a command of its own so that the plotting
+// library stays out of the conclave binary.
+//
+//	./bin/conclave bench --json > bench.json
+//	go run ./cmd/benchplot -o docs/img/bench-concurrency.png bench.json
+package main
 
 import (
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/conclave-ai/conclave/internal/bench"
 )
 
-// PlotThroughput writes a PNG of the throughput runs: the wall time of n
+func main() {
+	if err := run(os.Args[1:], os.Stdin); err != nil {
+		fmt.Fprintln(os.Stderr, "benchplot:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdin io.Reader) error {
+	fs := flag.NewFlagSet("benchplot", flag.ContinueOnError)
+	out := fs.String("o", "bench-concurrency.png", "the PNG file to write")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	in, name := stdin, "standard input"
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		f, err := os.Open(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in, name = f, fs.Arg(0)
+	default:
+		return errors.New("give at most one report file (default: standard input)")
+	}
+	var r bench.Report
+	if err := json.NewDecoder(in).Decode(&r); err != nil {
+		return fmt.Errorf("read %s: %w (expected the output of `conclave bench --json`)", name, err)
+	}
+	return plotThroughput(&r, *out)
+}
+
+// plotThroughput writes a PNG of the throughput runs: the wall time of n
 // concurrent sessions against n, next to the time one session takes.
-func PlotThroughput(r *Report, path string) error {
+func plotThroughput(r *bench.Report, path string) error {
 	if len(r.Throughput) == 0 {
 		return fmt.Errorf("no throughput runs to plot")
 	}
