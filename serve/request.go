@@ -13,6 +13,7 @@ import (
 
 	"github.com/conclave-ai/conclave/contract"
 	"github.com/conclave-ai/conclave/engine/config"
+	"github.com/conclave-ai/conclave/engine/runes"
 )
 
 // apiError is an error in OpenAI's shape: {"error": {message, type, param, code}}.
@@ -44,12 +45,7 @@ const (
 )
 
 // echo is a value of the request as an error message quotes it.
-func echo(s string) string {
-	if cut, ok := contract.Truncate(s, maxEcho); ok {
-		return cut + "…"
-	}
-	return s
-}
+func echo(s string) string { return runes.Clip(s, maxEcho) }
 
 func serverError(msg string) *apiError {
 	return &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: msg}
