@@ -224,7 +224,9 @@ func (c *command) build(ctx context.Context, line string) (*exec.Cmd, error) {
 		cmd.SysProcAttr = procAttr()
 		return cmd, nil
 	}
-	args := []string{"--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+	// /tmp is the command's own, and writable by the unprivileged user a
+	// root worker runs it as (TMPDIR points there).
+	args := []string{"--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp",
 		"--bind", c.dir, "/workspace", "--chdir", "/workspace",
 		"--die-with-parent", "--new-session", "--clearenv"}
 	root := os.Geteuid() == 0

@@ -45,6 +45,10 @@ func TestCommandSandbox(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "hello\n", string(data))
 
+	res = runCommand(t, tb, `t=$(mktemp) && echo scratch > "$t" && cat "$t" && touch /tmp/x && echo tmp-ok`)
+	require.False(t, res.IsError, res.Content)
+	assert.Contains(t, res.Content, "tmp-ok", "the private /tmp is writable")
+
 	outside := filepath.Join(t.TempDir(), "escaped")
 	res = runCommand(t, tb, "echo x > "+outside+"; echo x > /etc/escaped; echo x > /usr/escaped")
 	assert.True(t, res.IsError)
