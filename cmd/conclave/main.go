@@ -39,7 +39,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	verbose, _ := root.PersistentFlags().GetBool("verbose")
-	fmt.Fprintln(stderr, "conclave:", errorText(err, verbose))
+	// An error may quote a model, a tool server or a file: what a terminal
+	// would act on is neutralised, wherever stderr goes.
+	fmt.Fprintln(stderr, "conclave:", terminalText(errorText(err, verbose)))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

@@ -197,3 +197,17 @@ func TestStepEndReasonCutsOnARune(t *testing.T) {
 	require.True(t, strings.HasSuffix(f.Reason, "…"))
 	require.NotContains(t, string(raw), `\ufffd`)
 }
+
+// What a model or a tool server says reaches stderr neutralised: an error
+// message cannot retitle the terminal or color it.
+func TestStepErrorsAreNeutralised(t *testing.T) {
+	setStepKey(t)
+	srv := llmtest.Start(t, llmtest.Fail(400, "bad \x1b]0;pwned\x07 \x1b[31mred"))
+	dir := t.TempDir()
+	cfg := agentConfig(t, dir, "agent_a", srv.URL())
+	code, _, errs := runCLI(t, "step", "--session-dir", filepath.Join(dir, "s"), "--config", cfg, "--agents", "agent_a", "--automation", "task")
+	require.Equal(t, exitNoAction, code)
+	require.NotContains(t, errs, "\x1b")
+	require.NotContains(t, errs, "\x07")
+	require.Contains(t, errs, "␛")
+}
