@@ -128,7 +128,9 @@ func runStep(ctx context.Context, f stepFlags, getenv func(string) string, stder
 	}
 	res, err := step.Run(ctx, step.Options{Store: st, Config: cfg, Agent: agent.ID, Task: f.task, EvalCriteria: criteria, Model: model,
 		Mode: plan.mode, Tally: plan.tally, Tools: stepTools(egress, stderr),
-		Logf: func(format string, args ...any) { fmt.Fprintln(stderr, "conclave:", terminalText(fmt.Sprintf(format, args...))) }})
+		Logf: func(format string, args ...any) {
+			fmt.Fprintln(stderr, "conclave:", terminalText(fmt.Sprintf(format, args...)))
+		}})
 	switch {
 	case errors.Is(err, step.ErrBadInput):
 		return nil, err
