@@ -40,15 +40,13 @@ func (a *Activities) InitPipeline(ctx context.Context, in contract.InitPipelineI
 	if err != nil {
 		return contract.InitPipelineResult{}, err
 	}
-	if in.Owner != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
-			return contract.InitPipelineResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
-		}
-		rec := session.OwnerFile{WorkflowID: in.Owner.WorkflowID, FirstRunID: in.Owner.FirstRunID, InputsHash: session.InputsHash(in.Input, data, nil)}
-		if err := a.claim(ctx, st, pipelineFolder, in.RunID, rec); err != nil {
-			return contract.InitPipelineResult{}, err
-		}
+	data, err := json.Marshal(in)
+	if err != nil {
+		return contract.InitPipelineResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeConfig, err)
+	}
+	rec := session.OwnerFile{WorkflowID: in.Owner.WorkflowID, FirstRunID: in.Owner.FirstRunID, InputsHash: session.InputsHash(in.Input, data, nil)}
+	if err := a.claim(ctx, st, pipelineFolder, in.RunID, rec); err != nil {
+		return contract.InitPipelineResult{}, err
 	}
 	if err := session.WriteJSON(ctx, st, session.PipelineDefKey, in); err != nil {
 		return contract.InitPipelineResult{}, err

@@ -17,6 +17,7 @@ import (
 	"github.com/conclave-ai/conclave/engine/pipeline"
 	"github.com/conclave-ai/conclave/engine/pipeline/runner"
 	"github.com/conclave-ai/conclave/engine/session"
+	"github.com/conclave-ai/conclave/engine/storage"
 	"github.com/conclave-ai/conclave/internal/llmtest"
 )
 
@@ -32,7 +33,7 @@ func ownRun(t *testing.T, acts *Activities, env *testsuite.TestActivityEnvironme
 	t.Helper()
 	owner := &contract.Owner{WorkflowID: in.RunID, FirstRunID: "first"}
 	v, err := env.ExecuteActivity(acts.InitPipeline, contract.InitPipelineInput{RunID: in.RunID, Input: in.Input,
-		Definition: contract.PipelineDefinition{Graph: in.Graph, Backend: in.Backend}, Owner: owner})
+		Definition: contract.PipelineDefinition{Graph: in.Graph, Backend: in.Backend}, Owner: *owner})
 	require.NoError(t, err)
 	var res contract.InitPipelineResult
 	require.NoError(t, v.Get(&res))
@@ -142,7 +143,7 @@ func TestPipelineRunOwnership(t *testing.T) {
 	step := pipelineStepInput()
 	init := func(owner *contract.Owner, input string) (contract.InitPipelineResult, error) {
 		v, err := env.ExecuteActivity(acts.InitPipeline, contract.InitPipelineInput{RunID: "run-1",
-			Definition: contract.PipelineDefinition{Graph: step.Graph, Backend: step.Backend}, Input: input, Owner: owner})
+			Definition: contract.PipelineDefinition{Graph: step.Graph, Backend: step.Backend}, Input: input, Owner: *owner})
 		var res contract.InitPipelineResult
 		if err == nil {
 			require.NoError(t, v.Get(&res))
@@ -181,12 +182,11 @@ func TestPipelineRunOwnership(t *testing.T) {
 	require.Equal(t, contract.ErrTypeSessionOwned, appError(t, err).Type())
 	require.Equal(t, before, snapshotFiles(t, st), "nothing stored changed")
 
-	// A run made before runs had owners has pipeline.json and no owner.
+	// A folder with pipeline.json and no owner (made by hand or another
+	// tool) is not taken over either.
+	require.NoError(t, session.WriteJSON(context.Background(), storage.Sub(st, "old"), session.PipelineDefKey, map[string]string{"input": "Temporal"}))
 	_, err = env.ExecuteActivity(acts.InitPipeline, contract.InitPipelineInput{RunID: "old",
-		Definition: contract.PipelineDefinition{Graph: step.Graph, Backend: step.Backend}, Input: "Temporal"})
-	require.NoError(t, err)
-	_, err = env.ExecuteActivity(acts.InitPipeline, contract.InitPipelineInput{RunID: "old",
-		Definition: contract.PipelineDefinition{Graph: step.Graph, Backend: step.Backend}, Input: "Bananas", Owner: x})
+		Definition: contract.PipelineDefinition{Graph: step.Graph, Backend: step.Backend}, Input: "Bananas", Owner: *x})
 	require.Equal(t, contract.ErrTypeSessionOwned, appError(t, err).Type())
 	require.ErrorContains(t, err, "without an owner")
 }
@@ -212,7 +212,7 @@ func TestInitPipelineSummarisesOncePerRun(t *testing.T) {
 		t.Helper()
 		v, err := env.ExecuteActivity(acts.InitPipeline, contract.InitPipelineInput{RunID: run, ResumeFrom: from, Input: "x",
 			Definition: contract.PipelineDefinition{Graph: def.Graph, Backend: def.Backend, Context: doc},
-			Owner:      &contract.Owner{WorkflowID: run, FirstRunID: "first"}})
+			Owner:      contract.Owner{WorkflowID: run, FirstRunID: "first"}})
 		require.NoError(t, err)
 		var res contract.InitPipelineResult
 		require.NoError(t, v.Get(&res))

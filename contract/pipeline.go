@@ -23,21 +23,16 @@ type InitPipelineInput struct {
 	Definition PipelineDefinition `json:"definition"`
 	Input      string             `json:"input"`
 	ResumeFrom string             `json:"resume_from,omitempty"`
-	// Owner is set by runs that own their folder: InitPipeline creates
+	// Owner is the run chain the run belongs to: InitPipeline creates
 	// owner.json for it exclusively, and refuses a run id that another
-	// workflow (or an earlier start of the same id) created. Absent in
-	// histories recorded before.
-	Owner *Owner `json:"owner,omitempty"`
+	// workflow (or an earlier start of the same id) created.
+	Owner Owner `json:"owner"`
 }
 
 // InitPipelineResult is where the run is stored and the project summary
 // every step gets a rendering of (ProjectSummary.For).
 type InitPipelineResult struct {
 	Location string `json:"location"`
-	// Context is the project context as histories recorded before the
-	// summary carry it (its first 4,000 bytes or a model's summary): a
-	// run that has it gives it to every step as it is.
-	Context string `json:"context,omitempty"`
 	// Summary is the project summary (seed 004), extracted once per run
 	// and stored as context.json; nil without a project context.
 	Summary *pipeline.ProjectSummary `json:"summary,omitempty"`
@@ -49,7 +44,7 @@ type InitPipelineResult struct {
 type PipelineStepInput struct {
 	RunID string `json:"run_id"`
 	// SessionRef is the run's owner and location, checked before the step
-	// writes; empty in histories recorded before runs had owners.
+	// writes.
 	SessionRef
 
 	Seq     int             `json:"seq"`

@@ -112,10 +112,8 @@ type pipelineRun struct {
 	state      pipeline.State
 	status     string
 	location   string
-	// project is the run's project summary; context the project context
-	// of a run recorded before the summary, given to steps as it is.
+	// project is the run's project summary.
 	project *pipeline.ProjectSummary
-	context string
 	entries []contract.PipelineStepEntry
 	usage   coord.Usage
 	// last is the latest step; from the latest folder with a workspace.
@@ -126,7 +124,7 @@ type pipelineRun struct {
 func (p *pipelineRun) init(ctx workflow.Context) error {
 	var res contract.InitPipelineResult
 	err := workflow.ExecuteActivity(storageActivityCtx(ctx, "init pipeline", 5*time.Minute), contract.NameInitPipeline, contract.InitPipelineInput{
-		RunID: p.runID, Definition: p.in.Definition, Input: p.in.Input, ResumeFrom: p.in.ResumeFrom, Owner: p.ref.Owner,
+		RunID: p.runID, Definition: p.in.Definition, Input: p.in.Input, ResumeFrom: p.in.ResumeFrom, Owner: *p.ref.Owner,
 	}).Get(ctx, &res)
 	if err != nil {
 		var app *temporal.ApplicationError
@@ -137,10 +135,8 @@ func (p *pipelineRun) init(ctx workflow.Context) error {
 		p.initFailed = errors.As(err, &app) && app.Type() == contract.ErrTypeSessionOwned
 		return p.end(ctx, string(pipeline.Error), "init: "+failureMessage(err))
 	}
-	p.location, p.context, p.project = res.Location, res.Context, res.Summary
-	if p.ref.Owner != nil {
-		p.ref.Location = res.Location
-	}
+	p.location, p.project = res.Location, res.Summary
+	p.ref.Location = res.Location
 	p.usage = p.usage.Add(res.Usage)
 	if p.in.ResumeFrom == "" {
 		return nil
@@ -241,7 +237,7 @@ func (p *pipelineRun) contextFor(step pipeline.Step) string {
 	if p.project != nil {
 		return p.project.For(step)
 	}
-	return p.context
+	return ""
 }
 
 func (p *pipelineRun) stepOptions(name string, seq int) workflow.ActivityOptions {

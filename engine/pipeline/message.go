@@ -8,8 +8,6 @@ import "strings"
 type Previous struct {
 	Name   string `json:"name"`
 	Status string `json:"status"`
-	// Histories recorded before carry a "summary" here too, which is not
-	// decoded: it never reaches a step.
 }
 
 // PassFail is a step status as the next step is told it: pass when the
